@@ -1,0 +1,43 @@
+// swift-tools-version: 6.0
+// route: a media router for Linux. One package: C system libraries at the bottom, then RouteCore
+// (vocabulary, no C), RouteMedia (GStreamer and the media HTTP server), providers, and the `route` CLI.
+import PackageDescription
+
+/// A `.systemLibrary` target for one pkg-config library, with the Debian package that provides it.
+func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "route",
+    products: [
+        .executable(name: "route", targets: ["route"]),
+        .library(name: "RouteCore", targets: ["RouteCore"]),
+        .library(name: "RouteMedia", targets: ["RouteMedia"]),
+    ],
+    targets: [
+        systemLibrary("CGStreamer", pkgConfig: "gstreamer-1.0", apt: ["libgstreamer1.0-dev"]),
+        systemLibrary("CGStreamerPbutils", pkgConfig: "gstreamer-pbutils-1.0", apt: ["libgstreamer-plugins-base1.0-dev"]),
+        systemLibrary("CGStreamerApp", pkgConfig: "gstreamer-app-1.0", apt: ["libgstreamer-plugins-base1.0-dev"]),
+        systemLibrary("CSoup", pkgConfig: "libsoup-3.0", apt: ["libsoup-3.0-dev"]),
+        systemLibrary("CAvahiClient", pkgConfig: "avahi-client", apt: ["libavahi-client-dev"]),
+        systemLibrary("CUPnP", pkgConfig: "libupnp", apt: ["libupnp-dev"]),
+        systemLibrary("COpenSSL", pkgConfig: "openssl", apt: ["libssl-dev"]),
+        .target(
+            name: "CRouteShim",
+            dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"]
+        ),
+        .target(name: "RouteCore", swiftSettings: swift6),
+        .target(
+            name: "RouteMedia",
+            dependencies: ["RouteCore", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
+            swiftSettings: swift6
+        ),
+        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia"], swiftSettings: swift6),
+        .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia"], swiftSettings: swift6),
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore"], swiftSettings: swift6),
+    ]
+)

@@ -1,0 +1,58 @@
+// DeviceMatcher: turns what a person typed after `--to` into one device, or an error listing the candidates.
+
+/// How a query matched a device, best first.
+public enum DeviceMatch: Int, Sendable, Comparable {
+    case id = 0, exactName, prefix, wordPrefix, close
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Picks a device by id, exact name (any case), unique prefix, or close spelling.
+public enum DeviceMatcher {
+    /// The best-matching devices for `query` and how they matched; empty when nothing matches.
+    public static func candidates(for query: String, in devices: [MediaDevice]) -> (DeviceMatch, [MediaDevice])? {
+        let q = query.lowercased()
+        guard !q.isEmpty else { return nil }
+        let tiers: [(DeviceMatch, (MediaDevice) -> Bool)] = [
+            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) }),
+            (.exactName, { $0.name.lowercased() == q }),
+            (.prefix, { $0.name.lowercased().hasPrefix(q) }),
+            (.wordPrefix, { $0.name.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } }),
+        ]
+        for (match, predicate) in tiers {
+            let found = devices.filter(predicate)
+            if !found.isEmpty { return (match, found) }
+        }
+        // Close spelling: edit distance within a third of the query length, best distance only.
+        let limit = max(1, q.count / 3)
+        let scored = devices.map { ($0, editDistance(q, $0.name.lowercased())) }.filter { $0.1 <= limit }
+        guard let best = scored.map(\.1).min() else { return nil }
+        return (.close, scored.filter { $0.1 == best }.map(\.0))
+    }
+
+    /// The one device `query` names, or `RouteError.unknownDevice` / `.ambiguousDevice`.
+    public static func pick(_ query: String, in devices: [MediaDevice]) throws(RouteError) -> MediaDevice {
+        guard let (_, found) = candidates(for: query, in: devices) else {
+            throw .unknownDevice(query: query, candidates: devices.map(\.name))
+        }
+        guard found.count == 1 else { throw .ambiguousDevice(query: query, matches: found.map(\.name)) }
+        return found[0]
+    }
+
+    /// Levenshtein distance between two strings, by characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,125 @@
+// Playback vocabulary: what a device is doing, what to play on it, and where to seek.
+
+import Foundation
+
+/// What a device is doing right now, as reported by its controller.
+public struct PlaybackStatus: Sendable, Hashable, Codable {
+    /// The transport state.
+    public enum State: String, Sendable, Codable {
+        /// Nothing loaded.
+        case idle
+        /// Loading or buffering.
+        case loading
+        case playing
+        case paused
+        /// Stopped by a command.
+        case stopped
+        /// The item played to its natural end.
+        case ended
+        /// Playback failed; `error` says why.
+        case failed
+    }
+
+    public var state: State
+    /// Seconds from the start of the item.
+    public var position: Double
+    /// Seconds, or nil when unknown or live.
+    public var duration: Double?
+    /// From 0 to 1, or nil when unknown.
+    public var volume: Double?
+    /// The item's title, if known.
+    public var title: String?
+    /// What went wrong, when `state == .failed`.
+    public var error: String?
+
+    /// Makes a status report.
+    public init(state: State, position: Double = 0, duration: Double? = nil, volume: Double? = nil,
+                title: String? = nil, error: String? = nil) {
+        self.state = state
+        self.position = position
+        self.duration = duration
+        self.volume = volume
+        self.title = title
+        self.error = error
+    }
+
+    /// Whether this state ends the item (no more reports will follow for it).
+    public var isFinal: Bool { state == .ended || state == .stopped || state == .failed }
+}
+
+/// One thing to play: a URL the device can fetch, and metadata for its display.
+public struct MediaItem: Sendable, Hashable, Codable {
+    /// Where the device fetches the media (an `http://` URL on our server, or `file://` for local output).
+    public var url: String
+    /// The MIME type of what `url` serves.
+    public var mimeType: String
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    /// Seconds, if known.
+    public var duration: Double?
+    /// Size in bytes of what `url` serves, if known (unknown while transcoding).
+    public var size: UInt64?
+    /// A URL of cover art, if any.
+    public var artworkURL: String?
+    /// Which of audio, video, image this item is.
+    public var kind: MediaDevice.Capabilities
+
+    /// Makes an item to load on a device.
+    public init(url: String, mimeType: String, title: String? = nil, artist: String? = nil, album: String? = nil,
+                duration: Double? = nil, size: UInt64? = nil, artworkURL: String? = nil,
+                kind: MediaDevice.Capabilities = .audio) {
+        self.url = url
+        self.mimeType = mimeType
+        self.title = title
+        self.artist = artist
+        self.album = album
+        self.duration = duration
+        self.size = size
+        self.artworkURL = artworkURL
+        self.kind = kind
+    }
+}
+
+/// A seek request as a person types it: `90`, `1:30`, `1:02:03` (absolute) or `+30`, `-10` (relative).
+public enum SeekTarget: Sendable, Hashable {
+    case absolute(Double)
+    case relative(Double)
+
+    /// Parses `90`, `1:30`, `1:02:03.5`, `+30`, `-10`; nil when the text is none of these.
+    public init?(parsing text: String) {
+        var body = Substring(text.trimmingCharacters(in: .whitespaces))
+        var sign: Double? = nil
+        if body.first == "+" { sign = 1; body.removeFirst() } else if body.first == "-" { sign = -1; body.removeFirst() }
+        let parts = body.split(separator: ":", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count) else { return nil }
+        var seconds = 0.0
+        for (index, part) in parts.enumerated() {
+            guard let value = Double(part), value >= 0, value.isFinite else { return nil }
+            if index > 0, value >= 60 { return nil }
+            seconds = seconds * 60 + value
+        }
+        if let sign { self = .relative(sign * seconds) } else { self = .absolute(seconds) }
+    }
+
+    /// The absolute position this target means, from the current position, never below 0
+    /// and, when the duration is known, never past it.
+    public func resolved(from position: Double, duration: Double?) -> Double {
+        let raw: Double
+        switch self {
+        case .absolute(let s): raw = s
+        case .relative(let d): raw = position + d
+        }
+        var clamped = max(0, raw)
+        if let duration, duration > 0 { clamped = min(clamped, duration) }
+        return clamped
+    }
+}
+
+/// Formats seconds as `m:ss` or `h:mm:ss`.
+public func formatClock(_ seconds: Double) -> String {
+    let total = Int(max(0, seconds.isFinite ? seconds : 0))
+    let h = total / 3600, m = (total % 3600) / 60, s = total % 60
+    func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    return h > 0 ? "\(h):\(two(m)):\(two(s))" : "\(m):\(two(s))"
+}

@@ -1,0 +1,37 @@
+// RouteError: the errors the router and its providers report, each with a message a person can act on.
+
+/// An error from the router, a provider or a controller. `description` is one line that names
+/// the problem and what to do.
+public enum RouteError: Error, Equatable, CustomStringConvertible {
+    /// No device matches the name; `candidates` are the names that exist.
+    case unknownDevice(query: String, candidates: [String])
+    /// Several devices match the name equally well.
+    case ambiguousDevice(query: String, matches: [String])
+    /// The device could not be reached or stopped answering.
+    case deviceUnreachable(device: String, reason: String)
+    /// The device refused or failed a command.
+    case commandFailed(device: String, command: String, reason: String)
+    /// The device cannot do this at all (seek a live stream, set volume on a fixed-volume device).
+    case unsupported(device: String, what: String)
+    /// No provider can reach this address.
+    case unknownAddress(String)
+
+    public var description: String {
+        switch self {
+        case .unknownDevice(let query, let candidates):
+            let list = candidates.isEmpty ? "none were found" : "found: " + candidates.map { "\"\($0)\"" }.joined(separator: ", ")
+            return "no device matches \"\(query)\" (\(list)); run `route devices` to list them"
+        case .ambiguousDevice(let query, let matches):
+            return "\"\(query)\" matches several devices: " + matches.map { "\"\($0)\"" }.joined(separator: ", ")
+                + "; give more of the name"
+        case .deviceUnreachable(let device, let reason):
+            return "\(device) cannot be reached: \(reason)"
+        case .commandFailed(let device, let command, let reason):
+            return "\(device) refused \(command): \(reason)"
+        case .unsupported(let device, let what):
+            return "\(device) cannot \(what)"
+        case .unknownAddress(let address):
+            return "no provider can reach \"\(address)\"; give an IP address, host:port, or a UPnP description URL"
+        }
+    }
+}

@@ -1,0 +1,94 @@
+// GLibLoop: the one thread that runs GLib's main loop, where libsoup (the media server) lives.
+
+import CRouteShim
+import Foundation
+import Synchronization
+
+/// A dedicated thread running a GMainLoop on its own GMainContext.
+///
+/// GLib-based objects (the libsoup server and its messages) are created and touched only on this
+/// thread; `perform` runs a closure there and returns its result to the caller. The thread starts
+/// on first use and lives as long as the process.
+public final class GLibLoop: Sendable {
+    /// The process-wide loop.
+    public static let shared = GLibLoop()
+
+    private nonisolated(unsafe) let context: OpaquePointer
+    private let ready = DispatchSemaphore(value: 0)
+
+    private init() {
+        context = g_main_context_new()
+        nonisolated(unsafe) let context = self.context
+        let ready = self.ready
+        let thread = Thread {
+            g_main_context_push_thread_default(context)
+            let loop = g_main_loop_new(context, 0)
+            ready.signal()
+            g_main_loop_run(loop)
+        }
+        thread.name = "route-glib"
+        thread.start()
+        ready.wait()
+    }
+
+    /// Whether the caller is on the loop's thread.
+    public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
+
+    /// Runs `body` on the loop thread and waits for its result. Safe to call from the loop thread
+    /// itself (runs inline). Keep `body` short: it blocks every other GLib callback while it runs.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        if isCurrent { return try body() }
+        let box = ResultBox<T>(body)
+        let unmanaged = Unmanaged.passRetained(box)
+        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { data in
+            let box = Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue() as! any Runnable
+            box.run()
+            return 0 // G_SOURCE_REMOVE
+        }, unmanaged.toOpaque(), { data in
+            Unmanaged<AnyObject>.fromOpaque(data!).release()
+        })
+        box.done.wait()
+        return try box.result.withLock { $0! }.get()
+    }
+
+    /// Schedules `body` on the loop thread without waiting.
+    public func async(_ body: @escaping @Sendable () -> Void) {
+        let box = ResultBox<Void>(body)
+        g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { data in
+            (Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue() as! any Runnable).run()
+            return 0
+        }, Unmanaged.passRetained(box).toOpaque(), { data in
+            Unmanaged<AnyObject>.fromOpaque(data!).release()
+        })
+    }
+}
+
+private protocol Runnable { func run() }
+
+private final class ResultBox<T: Sendable>: Runnable, Sendable {
+    let body: @Sendable () throws -> T
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    init(_ body: @escaping @Sendable () throws -> T) { self.body = body }
+    func run() {
+        let value = Result { try body() }
+        result.withLock { $0 = value }
+        done.signal()
+    }
+}
+
+/// A GError turned into a Swift error: GLib's message, prefixed with what we were doing.
+public struct GLibError: Error, CustomStringConvertible {
+    /// What failed and GLib's reason.
+    public let description: String
+
+    /// Takes ownership of `error` (frees it) and describes it.
+    init(_ what: String, _ error: UnsafeMutablePointer<GError>?) {
+        if let error {
+            description = "\(what): \(String(cString: error.pointee.message))"
+            g_error_free(error)
+        } else {
+            description = what
+        }
+    }
+}

@@ -1,0 +1,83 @@
+// GStreamer: the one place that initialises GStreamer and wraps the C calls the rest of RouteMedia shares.
+
+import CGStreamer
+import CRouteShim
+import Foundation
+
+/// Process-wide GStreamer set-up and small typed helpers over the C API.
+enum GStreamer {
+    private static let initialized: Bool = {
+        gst_init(nil, nil)
+        return true
+    }()
+
+    /// Initialises GStreamer once; cheap to call again.
+    static func initialize() { _ = initialized }
+
+    /// Nanoseconds per second (GST_SECOND).
+    static let second = Double(route_gst_second())
+
+    /// Converts a GstClockTime to seconds; nil for GST_CLOCK_TIME_NONE.
+    static func seconds(_ time: UInt64) -> Double? {
+        time == UInt64(route_gst_clock_time_none()) ? nil : Double(time) / second
+    }
+
+    /// Builds an element from a pipeline description (`fakesink sync=true`, `pulsesink`), with
+    /// ghost pads so it can be used as a sink.
+    static func bin(from description: String, purpose: String) throws -> UnsafeMutablePointer<GstElement> {
+        var error: UnsafeMutablePointer<GError>?
+        guard let element = gst_parse_bin_from_description(description, 1, &error), error == nil else {
+            throw MediaError.pipeline("\(purpose) \"\(description)\" is not a valid GStreamer pipeline: "
+                + GLibError("", error).description.dropFirst(2))
+        }
+        return UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstElement.self)
+    }
+
+    /// The file:// URI of a path.
+    static func uri(forPath path: String) -> String {
+        guard let raw = route_filename_to_uri(path) else { return "file://" + path }
+        defer { g_free(raw) }
+        return String(cString: raw)
+    }
+}
+
+/// Errors from the media layer, each with a message that names the file or pipeline and what to do.
+public enum MediaError: Error, Equatable, CustomStringConvertible {
+    /// The path does not exist.
+    case missingFile(String)
+    /// The path is a directory.
+    case directory(String)
+    /// The file exists but cannot be read.
+    case unreadable(String)
+    /// The file is empty.
+    case emptyFile(String)
+    /// GStreamer cannot make sense of the file.
+    case notMedia(String, reason: String)
+    /// A pipeline failed to build or run.
+    case pipeline(String)
+    /// The media server could not start.
+    case server(String)
+
+    public var description: String {
+        switch self {
+        case .missingFile(let path): return "\(path): no such file; check the path"
+        case .directory(let path): return "\(path) is a directory; give the media files inside it"
+        case .unreadable(let path): return "\(path) cannot be read (permission denied); check its permissions"
+        case .emptyFile(let path): return "\(path) is empty (0 bytes); it is not a media file"
+        case .notMedia(let path, let reason): return "\(path) is not a media file route can play (\(reason))"
+        case .pipeline(let message): return message
+        case .server(let message): return "the media server could not start: \(message)"
+        }
+    }
+
+    /// Checks that `path` names a readable, non-empty regular file; returns its size.
+    public static func checkReadableFile(_ path: String) throws(MediaError) -> UInt64 {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw .missingFile(path) }
+        if isDirectory.boolValue { throw .directory(path) }
+        guard FileManager.default.isReadableFile(atPath: path), access(path, R_OK) == 0 else { throw .unreadable(path) }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
+        if size == 0 { throw .emptyFile(path) }
+        return size
+    }
+}

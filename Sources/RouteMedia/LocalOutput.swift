@@ -1,0 +1,227 @@
+// LocalOutput: "This computer" — a device that is always there, playing through GStreamer's playbin.
+
+import CGStreamer
+import CRouteShim
+import Foundation
+import RouteCore
+import Synchronization
+
+/// The provider of the one local device. Needs no network; its device list never changes.
+public struct LocalProvider: RouteProvider {
+    /// The local device: plays anything GStreamer decodes, with absolute volume.
+    public static let device = MediaDevice(
+        id: "local", name: "This computer", kind: .computer, protocolName: "local",
+        capabilities: .all, volumeControl: .absolute, accepts: .anything)
+
+    public let name = "local"
+
+    /// Makes the provider.
+    public init() {}
+
+    /// One snapshot with the local device; the stream stays open until cancelled.
+    public func discover() -> AsyncStream<[MediaDevice]> {
+        AsyncStream { continuation in continuation.yield([Self.device]) }
+    }
+
+    /// The local device has no network address.
+    public func device(at address: String) async throws -> MediaDevice? { nil }
+
+    /// A new playbin-backed player.
+    public func controller(for device: MediaDevice) async throws -> any RouteController {
+        try LocalPlayer(device: device)
+    }
+}
+
+/// Plays items on this computer through playbin.
+///
+/// Sinks: `ROUTE_AUDIO_SINK` / `ROUTE_VIDEO_SINK` (pipeline descriptions such as
+/// `fakesink sync=true`) override GStreamer's automatic choice; with no display, video goes to a
+/// fakesink. A bus thread (`route-local-bus`) turns GStreamer messages into status reports.
+final class LocalPlayer: RouteController, @unchecked Sendable {
+    // Safety: `playbin` is set once in init and GStreamer's element calls are thread-safe;
+    // mutable state lives in `state` behind a Mutex.
+    let device: MediaDevice
+    private let playbin: UnsafeMutablePointer<GstElement>
+    private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
+    private let state = Mutex(PlayerState())
+    private var busThread: Thread?
+
+    private struct PlayerState {
+        var status = PlaybackStatus(state: .idle, volume: 1)
+        var wantsPlaying = false
+        var closed = false
+    }
+
+    init(device: MediaDevice) throws {
+        GStreamer.initialize()
+        self.device = device
+        guard let element = gst_element_factory_make("playbin", "route-local") else {
+            throw MediaError.pipeline("GStreamer has no playbin element; install gstreamer1.0-plugins-base")
+        }
+        playbin = element
+        let environment = ProcessInfo.processInfo.environment
+        if let audio = environment["ROUTE_AUDIO_SINK"], !audio.isEmpty {
+            route_object_set_object(playbin, "audio-sink", try GStreamer.bin(from: audio, purpose: "ROUTE_AUDIO_SINK"))
+        }
+        let headless = (environment["DISPLAY"] ?? "").isEmpty && (environment["WAYLAND_DISPLAY"] ?? "").isEmpty
+        if let video = environment["ROUTE_VIDEO_SINK"].flatMap({ $0.isEmpty ? nil : $0 }) ?? (headless ? "fakesink sync=true" : nil) {
+            route_object_set_object(playbin, "video-sink", try GStreamer.bin(from: video, purpose: "ROUTE_VIDEO_SINK"))
+        }
+        let thread = Thread { [unowned self] in self.watchBus() }
+        thread.name = "route-local-bus"
+        busThread = thread
+        thread.start()
+    }
+
+    func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
+
+    func load(_ item: MediaItem, autoplay: Bool) async throws {
+        try checkOpen()
+        gst_element_set_state(playbin, GST_STATE_READY)
+        route_object_set_string(playbin, "uri", item.url)
+        publish {
+            $0 = PlaybackStatus(state: .loading, duration: item.duration, volume: $0.volume, title: item.title)
+            $0.position = 0
+        }
+        state.withLock { $0.wantsPlaying = autoplay }
+        try setState(autoplay ? GST_STATE_PLAYING : GST_STATE_PAUSED, command: "load")
+    }
+
+    func play() async throws {
+        try checkOpen()
+        state.withLock { $0.wantsPlaying = true }
+        let restart = state.withLock { $0.status.state == .ended }
+        publish { if $0.isFinal { $0.state = .loading; $0.error = nil } }
+        if restart { try await seek(to: 0) }
+        try setState(GST_STATE_PLAYING, command: "play")
+    }
+
+    func pause() async throws {
+        try checkOpen()
+        state.withLock { $0.wantsPlaying = false }
+        try setState(GST_STATE_PAUSED, command: "pause")
+    }
+
+    func seek(to seconds: Double) async throws {
+        try checkOpen()
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_KEY_UNIT.rawValue)
+        guard gst_element_seek_simple(playbin, GST_FORMAT_TIME, flags, gint64(seconds * GStreamer.second)) != 0 else {
+            throw RouteError.commandFailed(device: device.name, command: "seek", reason: "this media cannot seek there")
+        }
+        publish { $0.position = seconds }
+    }
+
+    func stop() async throws {
+        try checkOpen()
+        state.withLock { $0.wantsPlaying = false }
+        gst_element_set_state(playbin, GST_STATE_READY)
+        publish { $0.state = .stopped }
+    }
+
+    func setVolume(_ level: Double) async throws {
+        try checkOpen()
+        let clamped = min(1, max(0, level))
+        route_object_set_double(playbin, "volume", clamped)
+        publish { $0.volume = clamped }
+    }
+
+    func close() async {
+        let wasOpen = state.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
+        guard wasOpen else { return }
+        gst_element_set_state(playbin, GST_STATE_NULL)
+        while busThread?.isFinished == false { try? await Task.sleep(for: .milliseconds(20)) }
+        gst_object_unref(playbin)
+        updates.finish()
+    }
+
+    private func checkOpen() throws {
+        if state.withLock({ $0.closed }) {
+            throw RouteError.deviceUnreachable(device: device.name, reason: "the player was closed")
+        }
+    }
+
+    private func setState(_ target: GstState, command: String) throws {
+        if gst_element_set_state(playbin, target) == GST_STATE_CHANGE_FAILURE {
+            let reason = state.withLock { $0.status.error } ?? "GStreamer refused the state change"
+            throw RouteError.commandFailed(device: device.name, command: command, reason: reason)
+        }
+    }
+
+    private func publish(_ change: (inout PlaybackStatus) -> Void) {
+        let status = state.withLock { s -> PlaybackStatus in change(&s.status); return s.status }
+        updates.send(status)
+    }
+
+    /// The bus thread: waits for messages (200 ms at a time) and reports position while playing.
+    private func watchBus() {
+        guard let bus = gst_element_get_bus(playbin) else { return }
+        defer { gst_object_unref(bus) }
+        var lastReport = ContinuousClock.now
+        while !state.withLock({ $0.closed }) {
+            if let message = gst_bus_timed_pop(bus, GstClockTime(0.2 * GStreamer.second)) {
+                handle(message)
+                gst_mini_object_unref(UnsafeMutableRawPointer(message).assumingMemoryBound(to: GstMiniObject.self))
+            }
+            let playing = state.withLock { $0.status.state == .playing }
+            if playing, ContinuousClock.now - lastReport >= .milliseconds(500) {
+                lastReport = .now
+                let position = queryPosition()
+                publish { s in
+                    if let position { s.position = position }
+                    if s.duration == nil { s.duration = self.queryDuration() }
+                }
+            }
+        }
+    }
+
+    private func handle(_ message: UnsafeMutablePointer<GstMessage>) {
+        let type = message.pointee.type.rawValue
+        if type == GST_MESSAGE_EOS.rawValue {
+            publish { s in
+                s.state = .ended
+                if let duration = s.duration { s.position = duration }
+            }
+        } else if type == GST_MESSAGE_ERROR.rawValue {
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            let text = error.map { String(cString: $0.pointee.message) } ?? "unknown GStreamer error"
+            if let error { g_error_free(error) }
+            g_free(debug)
+            publish { s in
+                s.state = .failed
+                s.error = text
+            }
+        } else if type == GST_MESSAGE_STATE_CHANGED.rawValue,
+                  UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(playbin) {
+            var old = GST_STATE_NULL, new = GST_STATE_NULL, pending = GST_STATE_NULL
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            let wantsPlaying = state.withLock { $0.wantsPlaying }
+            let position = queryPosition(), duration = queryDuration()
+            publish { s in
+                guard !s.isFinal else { return }
+                if new == GST_STATE_PLAYING {
+                    s.state = .playing
+                } else if new == GST_STATE_PAUSED {
+                    s.state = wantsPlaying ? .loading : .paused
+                }
+                if let position { s.position = position }
+                if let duration { s.duration = duration }
+            }
+        } else if type == GST_MESSAGE_DURATION_CHANGED.rawValue {
+            if let duration = queryDuration() { publish { $0.duration = duration } }
+        }
+    }
+
+    private func queryPosition() -> Double? {
+        var value: gint64 = 0
+        guard gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0, value >= 0 else { return nil }
+        return Double(value) / GStreamer.second
+    }
+
+    private func queryDuration() -> Double? {
+        var value: gint64 = 0
+        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
+        return Double(value) / GStreamer.second
+    }
+}

@@ -1,0 +1,205 @@
+// MediaProbe: what a media file contains (container, streams, duration, tags, cover art), via GstDiscoverer.
+
+import CGStreamer
+import CGStreamerPbutils
+import CRouteShim
+import Foundation
+import RouteCore
+
+/// One elementary stream in a file.
+public struct StreamInfo: Sendable, Hashable, Codable {
+    /// What the stream carries.
+    public enum Kind: String, Sendable, Codable { case audio, video, image, subtitles }
+    public var kind: Kind
+    /// The codec as a GStreamer caps name (`audio/mpeg`, `video/x-h264`, `audio/x-raw`).
+    public var codec: String
+    /// Full caps, for the curious (`audio/mpeg, mpegversion=(int)4, …`).
+    public var caps: String
+    public var channels: Int?
+    public var sampleRate: Int?
+    public var width: Int?
+    public var height: Int?
+}
+
+/// Everything route needs to know about a file before casting it.
+public struct MediaInfo: Sendable, Hashable, Codable {
+    /// Absolute path of the file.
+    public var path: String
+    /// Size in bytes.
+    public var size: UInt64
+    /// The container as a GStreamer caps name (`audio/x-wav`, `video/quicktime`), or the codec for a bare stream.
+    public var container: String
+    /// The MIME type to serve the file as (`audio/wav`, `video/mp4`).
+    public var mimeType: String
+    /// Seconds, if known.
+    public var duration: Double?
+    public var seekable: Bool
+    public var streams: [StreamInfo]
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    /// Embedded cover art, if any.
+    public var coverArt: CoverArt?
+
+    /// Which of audio, video, image the file is (video wins over audio; a lone picture is an image).
+    public var kind: MediaDevice.Capabilities {
+        if streams.contains(where: { $0.kind == .video }) { return .video }
+        if streams.contains(where: { $0.kind == .audio }) { return .audio }
+        return .image
+    }
+
+    /// The title to show: the tag, else the file name without extension.
+    public var displayTitle: String {
+        title ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+    }
+}
+
+/// An embedded picture.
+public struct CoverArt: Sendable, Hashable, Codable {
+    public var mimeType: String
+    public var data: Data
+}
+
+/// Probes media files with GStreamer's discoverer.
+public enum MediaProbe {
+    /// Inspects a file. Blocking (runs the discoverer synchronously, at most `timeout` seconds);
+    /// call from a background task.
+    /// - Throws: `MediaError` naming the file and the problem (missing, directory, unreadable,
+    ///   empty, not media).
+    public static func probe(_ path: String, timeout: Double = 10) throws(MediaError) -> MediaInfo {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        let size = try MediaError.checkReadableFile(path)
+        GStreamer.initialize()
+        var error: UnsafeMutablePointer<GError>?
+        guard let discoverer = gst_discoverer_new(GstClockTime(timeout * GStreamer.second), &error) else {
+            throw .pipeline(GLibError("GStreamer's discoverer could not start", error).description)
+        }
+        defer { g_object_unref(discoverer) }
+        let info = gst_discoverer_discover_uri(discoverer, GStreamer.uri(forPath: absolute), &error)
+        defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
+        let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
+        guard let info, result == GST_DISCOVERER_OK || (result == GST_DISCOVERER_MISSING_PLUGINS && hasStreams(info)) else {
+            let reason: String
+            switch result {
+            case GST_DISCOVERER_TIMEOUT: reason = "GStreamer gave up after \(Int(timeout)) s"
+            case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
+            default:
+                let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                reason = message.contains("determine type") ? "its format is not recognised" : message
+            }
+            if let error { g_error_free(error) }
+            throw .notMedia(path, reason: reason)
+        }
+        if let error { g_error_free(error) }
+
+        var media = MediaInfo(path: absolute, size: size, container: "", mimeType: "application/octet-stream",
+                              duration: GStreamer.seconds(UInt64(gst_discoverer_info_get_duration(info))),
+                              seekable: gst_discoverer_info_get_seekable(info) != 0, streams: [])
+        if let top = gst_discoverer_info_get_stream_info(info) {
+            media.container = capsName(gst_discoverer_stream_info_get_caps(top)).name
+            g_object_unref(UnsafeMutableRawPointer(top))
+        }
+        let list = gst_discoverer_info_get_stream_list(info)
+        defer { gst_discoverer_stream_info_list_free(list) }
+        var tags = TagReader()
+        forEach(list) { stream in
+            tags.read(gst_discoverer_stream_info_get_tags(stream))
+            if let parsed = streamInfo(stream) { media.streams.append(parsed) }
+        }
+        tags.read(gst_discoverer_info_get_tags(info))
+        guard !media.streams.isEmpty else { throw .notMedia(path, reason: "it has no audio, video or picture") }
+        media.title = tags.title
+        media.artist = tags.artist
+        media.album = tags.album
+        media.coverArt = tags.cover
+        media.mimeType = MIMEType.forContainer(media.container, kind: media.kind)
+        return media
+    }
+
+    private static func hasStreams(_ info: OpaquePointer) -> Bool {
+        let list = gst_discoverer_info_get_stream_list(info)
+        defer { gst_discoverer_stream_info_list_free(list) }
+        return list != nil
+    }
+
+    private static func forEach(_ list: UnsafeMutablePointer<GList>?, _ body: (OpaquePointer) -> Void) {
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data { body(OpaquePointer(data)) }
+            node = current.pointee.next
+        }
+    }
+
+    private static func streamInfo(_ stream: OpaquePointer) -> StreamInfo? {
+        let nick = String(cString: gst_discoverer_stream_info_get_stream_type_nick(stream))
+        let caps = capsName(gst_discoverer_stream_info_get_caps(stream))
+        var result = StreamInfo(kind: .audio, codec: caps.name, caps: caps.full)
+        switch nick {
+        case "audio":
+            result.channels = Int(gst_discoverer_audio_info_get_channels(stream))
+            result.sampleRate = Int(gst_discoverer_audio_info_get_sample_rate(stream))
+        case "video", "video(image)":
+            result.kind = nick == "video" ? .video : .image
+            result.width = Int(gst_discoverer_video_info_get_width(stream))
+            result.height = Int(gst_discoverer_video_info_get_height(stream))
+        case "subtitles":
+            result.kind = .subtitles
+        default:
+            return nil
+        }
+        return result
+    }
+
+    /// The structure name and full text of caps (and releases them).
+    private static func capsName(_ caps: UnsafeMutablePointer<GstCaps>?) -> (name: String, full: String) {
+        guard let caps else { return ("", "") }
+        defer { gst_mini_object_unref(UnsafeMutableRawPointer(caps).assumingMemoryBound(to: GstMiniObject.self)) }
+        var full = ""
+        if let text = gst_caps_to_string(caps) {
+            full = String(cString: text)
+            g_free(text)
+        }
+        guard gst_caps_get_size(caps) > 0, let structure = gst_caps_get_structure(caps, 0) else { return ("", full) }
+        return (String(cString: gst_structure_get_name(structure)), full)
+    }
+}
+
+/// Collects the first title, artist, album and picture found in a series of tag lists.
+private struct TagReader {
+    var title: String?
+    var artist: String?
+    var album: String?
+    var cover: CoverArt?
+
+    mutating func read(_ tags: UnsafePointer<GstTagList>?) {
+        guard let list = tags else { return }
+        title = title ?? string(list, GST_TAG_TITLE)
+        artist = artist ?? string(list, GST_TAG_ARTIST)
+        album = album ?? string(list, GST_TAG_ALBUM)
+        if cover == nil { cover = picture(list) }
+    }
+
+    private func string(_ list: UnsafePointer<GstTagList>, _ tag: String) -> String? {
+        var value: UnsafeMutablePointer<gchar>?
+        guard gst_tag_list_get_string(list, tag, &value) != 0, let value else { return nil }
+        defer { g_free(value) }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+
+    private func picture(_ list: UnsafePointer<GstTagList>) -> CoverArt? {
+        var sample: OpaquePointer?
+        guard gst_tag_list_get_sample(list, GST_TAG_IMAGE, &sample) != 0, let sample else { return nil }
+        defer { gst_mini_object_unref(UnsafeMutableRawPointer(sample).assumingMemoryBound(to: GstMiniObject.self)) }
+        guard let buffer = gst_sample_get_buffer(sample) else { return nil }
+        let size = Int(gst_buffer_get_size(buffer))
+        var data = Data(count: size)
+        data.withUnsafeMutableBytes { _ = gst_buffer_extract(buffer, 0, $0.baseAddress, gsize(size)) }
+        var mime = "image/jpeg"
+        if let caps = gst_sample_get_caps(sample), gst_caps_get_size(caps) > 0, let s = gst_caps_get_structure(caps, 0) {
+            let name = String(cString: gst_structure_get_name(s))
+            if name.hasPrefix("image/") { mime = name }
+        }
+        return CoverArt(mimeType: mime, data: data)
+    }
+}

@@ -1,0 +1,115 @@
+// Arguments: the hand-written, declarative command-line parser — commands declare options, this parses and prints help.
+
+import Foundation
+
+/// One option a command accepts: `--name VALUE` or a `--flag`.
+struct OptionSpec {
+    let name: String
+    /// The placeholder shown in help (`NAME`); nil for a flag that takes no value.
+    let value: String?
+    let help: String
+}
+
+/// What a command declares: its name, options, positional arguments, help text and examples.
+struct CommandSpec {
+    let name: String
+    let summary: String
+    /// Positional arguments as shown in the usage line, e.g. `FILE...`.
+    let positionals: String
+    let minPositionals: Int
+    let maxPositionals: Int
+    let options: [OptionSpec]
+    let details: String
+    let examples: [String]
+}
+
+/// The parsed command line of one command.
+struct ParsedArguments {
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+    var positionals: [String] = []
+
+    /// The value of `--name`, if given.
+    subscript(_ name: String) -> String? { values[name] }
+    /// Whether `--name` was given.
+    func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
+}
+
+/// A command line that does not fit the command's declaration; exit code 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+}
+
+extension CommandSpec {
+    /// Parses `arguments` (after the command name). `--help` is left to the caller as a flag.
+    /// Accepts `--name value`, `--name=value`, and `--` to end options.
+    func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+        var result = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" || isNegativeNumber(argument) {
+                result.positionals.append(argument)
+                continue
+            }
+            if argument == "--" { optionsEnded = true; continue }
+            if argument == "--help" || argument == "-h" { result.flags.insert("help"); continue }
+            let body = argument.drop(while: { $0 == "-" })
+            let parts = body.split(separator: "=", maxSplits: 1).map(String.init)
+            guard let option = options.first(where: { $0.name == parts[0] }) else {
+                throw UsageError(description: "route \(name): unknown option \(argument); see `route \(name) --help`")
+            }
+            if option.value == nil {
+                guard parts.count == 1 else { throw UsageError(description: "route \(name): --\(option.name) takes no value") }
+                result.flags.insert(option.name)
+            } else if parts.count == 2 {
+                result.values[option.name] = parts[1]
+            } else {
+                guard index < arguments.count else {
+                    throw UsageError(description: "route \(name): --\(option.name) needs a value (\(option.value!))")
+                }
+                result.values[option.name] = arguments[index]
+                index += 1
+            }
+        }
+        if result.has("help") { return result }
+        if result.positionals.count < minPositionals {
+            throw UsageError(description: "route \(name): missing \(positionals); usage: \(usage)")
+        }
+        if result.positionals.count > maxPositionals {
+            let extra = result.positionals[maxPositionals...].joined(separator: " ")
+            throw UsageError(description: "route \(name): unexpected argument \(extra); usage: \(usage)")
+        }
+        return result
+    }
+
+    /// `-10` and `-1:30` are seek targets, not options.
+    private func isNegativeNumber(_ text: String) -> Bool {
+        text.count > 1 && text.dropFirst().allSatisfy { $0.isNumber || $0 == ":" || $0 == "." }
+    }
+
+    /// The one-line usage: `route cast FILE... [--to NAME] …`.
+    var usage: String {
+        let opts = options.map { "[--\($0.name)\($0.value.map { " " + $0 } ?? "")]" }.joined(separator: " ")
+        return ["route", name, positionals, opts].filter { !$0.isEmpty }.joined(separator: " ")
+    }
+
+    /// The full `--help` text.
+    var help: String {
+        var lines = ["\(summary)", "", "Usage: \(usage)"]
+        if !details.isEmpty { lines += ["", details] }
+        if !options.isEmpty {
+            lines += ["", "Options:"]
+            let width = options.map { $0.name.count + ($0.value?.count ?? -1) + 1 }.max()! + 4
+            for option in options {
+                let left = "--\(option.name)\(option.value.map { " " + $0 } ?? "")"
+                lines.append("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + option.help)
+            }
+            lines.append("  " + "--help".padding(toLength: width, withPad: " ", startingAt: 0) + "show this help")
+        }
+        if !examples.isEmpty { lines += ["", "Examples:"] + examples.map { "  " + $0 } }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,165 @@
+// `route cast`: probe the files, pick the device, and play them as a queue with live status and keys.
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+enum Cast {
+    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        // Every file is checked before any device is touched, so a typo costs nothing.
+        var files: [MediaInfo] = []
+        for path in parsed.positionals {
+            files.append(try await Task.detached { try MediaProbe.probe(path) }.value)
+        }
+        let providers = try Providers.selected(parsed)
+        let router = MediaRouter(providers: providers)
+        let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
+        let controller = try await router.controller(for: device)
+        let session = CastSession(controller: controller, files: files, prepare: MediaPreparer.prepare(for: device))
+
+        let control = try SessionControlServer(device: device) { request in
+            await Control.handle(request, session: session)
+        }
+        let interrupted = InterruptFlag()
+        let signals = SignalHandlers { interrupted.set(); Task { try? await session.stop() } }
+        let keys = KeyReader.isAvailable ? KeyReader() : nil
+        let keyTask = keys.map { reader in
+            Task { for await key in reader.keys() { await press(key, on: session) } }
+        }
+        let display = Task {
+            var printer = StatusPrinter(live: isatty(STDERR_FILENO) == 1 && keys != nil)
+            for await status in session.statusUpdates() { printer.show(status) }
+            printer.finish()
+        }
+        defer {
+            keyTask?.cancel()
+            keys?.restore()
+            control.close()
+            signals.cancel()
+        }
+        do {
+            try await session.run()
+            await display.value
+            await controller.close()
+        } catch {
+            await display.value
+            await controller.close()
+            throw error
+        }
+        return interrupted.isSet ? .interrupted : .success
+    }
+
+    private static func press(_ key: CastKey, on session: CastSession) async {
+        do {
+            switch key {
+            case .togglePause: try await session.togglePause()
+            case .seekBack: try await session.seek(.relative(-10))
+            case .seekForward: try await session.seek(.relative(10))
+            case .volumeUp: try await session.changeVolume(by: 0.05)
+            case .volumeDown: try await session.changeVolume(by: -0.05)
+            case .next: try await session.next()
+            case .quit: try await session.stop()
+            }
+        } catch {
+            printError("\r\u{1B}[K\(error)")
+        }
+    }
+}
+
+/// Chooses the device for `cast`: by address (no discovery), by name (local first, then discovery),
+/// or with the picker.
+enum DeviceChoice {
+    static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
+        let local = providers.contains { $0.name == "local" } ? [LocalProvider.device] : []
+        if let query = parsed["to"] {
+            if looksLikeAddress(query) { return try await router.device(at: query) }
+            // "This computer" needs no discovery: match it alone first.
+            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), match <= .prefix, hits.count == 1 {
+                return hits[0]
+            }
+            guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
+            let discovery = Task { await router.run() }
+            defer { discovery.cancel() }
+            return try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+        }
+        guard Providers.discoverNetwork(providers) else {
+            guard let device = local.first else { throw RouteError.unknownDevice(query: "(any)", candidates: []) }
+            return device
+        }
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
+        let devices = await router.devices
+        if devices.count == 1 { return devices[0] }
+        guard KeyReader.isAvailable else {
+            throw RouteError.ambiguousDevice(query: "(no --to)", matches: devices.map(\.name))
+        }
+        return try Picker.choose(from: devices)
+    }
+
+    /// An IP address, `host:port`, or URL: asked directly, without discovery.
+    static func looksLikeAddress(_ text: String) -> Bool {
+        if text.hasPrefix("http://") || text.hasPrefix("https://") { return true }
+        let host = text.split(separator: ":").first.map(String.init) ?? text
+        let octets = host.split(separator: ".")
+        if octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) { return true }
+        return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
+    }
+}
+
+/// The interactive device picker shown by `cast` on a terminal when several devices exist.
+enum Picker {
+    static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
+        printError("Cast to which device?")
+        for (index, device) in devices.enumerated() {
+            printError("  \(index + 1)) \(device.name)  (\(device.kind.rawValue), \(device.protocolName))")
+        }
+        FileHandle.standardError.write(Data("Number or name: ".utf8))
+        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {
+            throw UsageError(description: "no device chosen")
+        }
+        if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
+        return try DeviceMatcher.pick(answer, in: devices)
+    }
+}
+
+/// Turns a probed file into what the device fetches: the file itself for local output.
+enum MediaPreparer {
+    static func prepare(for device: MediaDevice) -> CastSession.Preparer {
+        { info in
+            MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType, title: info.displayTitle,
+                      artist: info.artist, album: info.album, duration: info.duration, size: info.size, kind: info.kind)
+        }
+    }
+}
+
+/// Set once by the signal handler; read at exit to choose exit code 130.
+final class InterruptFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+/// SIGINT and SIGTERM handlers that run a closure instead of killing the process, so a cast can
+/// stop the device and restore the terminal.
+final class SignalHandlers: @unchecked Sendable {
+    // Safety: `sources` is set once in init; DispatchSource is thread-safe.
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}

@@ -1,0 +1,104 @@
+// RouteCommandLine: the `route` commands — what each declares, and how each runs.
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+/// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
+enum RouteCommandLine {
+    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe]
+        + Specs.controls.map(\.spec)
+
+    static func run(_ arguments: [String]) async -> ExitCode {
+        guard let name = arguments.first, !["-h", "--help", "help"].contains(name) else {
+            print(topHelp)
+            return arguments.isEmpty ? .usage : .success
+        }
+        guard let spec = commands.first(where: { $0.name == name }) else {
+            printError("route: unknown command \"\(name)\"; commands: \(commands.map(\.name).joined(separator: ", "))")
+            return .usage
+        }
+        do {
+            let parsed = try spec.parse(Array(arguments.dropFirst()))
+            if parsed.has("help") { print(spec.help); return .success }
+            switch name {
+            case "devices": return try await Devices.run(parsed)
+            case "cast": return try await Cast.run(parsed)
+            case "probe": return try Probe.run(parsed)
+            default: return try await Control.run(name, parsed)
+            }
+        } catch {
+            printError("route \(name): \(error)")
+            return ExitCode(for: error)
+        }
+    }
+
+    static var topHelp: String {
+        let width = commands.map(\.name.count).max()! + 2
+        let list = commands.map { "  " + $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + $0.summary }
+        return """
+        route — cast media to any player on the network (DLNA renderers, Cast devices, this computer).
+
+        Usage: route COMMAND [ARGS] [--help]
+
+        Commands:
+        \(list.joined(separator: "\n"))
+
+        Environment:
+          ROUTE_PROVIDERS     providers to run, e.g. `local` (same as --providers)
+          ROUTE_AUDIO_SINK    GStreamer sink for "This computer" audio, e.g. `fakesink sync=true`
+          ROUTE_VIDEO_SINK    the same for video
+          ROUTE_RUNTIME_DIR   where running casts put their control sockets
+
+        \(ExitCode.documentation)
+
+        Run `route COMMAND --help` for a command's options and examples.
+        """
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Builds the router from the provider names the user allows.
+enum Providers {
+    /// Every provider this build has, by name, in order of preference.
+    static let available: [String: @Sendable () -> any RouteProvider] = [
+        "local": { LocalProvider() },
+    ]
+    static let order = ["local"]
+
+    /// The providers named by `--providers`, else `ROUTE_PROVIDERS`, else all.
+    static func selected(_ parsed: ParsedArguments) throws -> [any RouteProvider] {
+        let text = parsed["providers"] ?? ProcessInfo.processInfo.environment["ROUTE_PROVIDERS"] ?? ""
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        if let unknown = names.first(where: { available[$0] == nil }) {
+            throw UsageError(description: "unknown provider \"\(unknown)\"; available: \(order.joined(separator: ", "))")
+        }
+        return (names.isEmpty ? order : order.filter(names.contains)).map { available[$0]!() }
+    }
+
+    /// Whether any of these providers discovers over the network.
+    static func discoverNetwork(_ providers: [any RouteProvider]) -> Bool {
+        providers.contains { $0.name != "local" }
+    }
+}
+
+/// The option declarations shared by several commands.
+enum CommonOptions {
+    static let providers = OptionSpec(name: "providers", value: "LIST",
+                                      help: "comma-separated providers to run (available: local); default all")
+    static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
+    static let to = OptionSpec(name: "to", value: "DEVICE",
+                               help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL)")
+    static let json = OptionSpec(name: "json", value: nil, help: "print JSON for scripts")
+
+    static func timeout(_ parsed: ParsedArguments) throws -> Double {
+        guard let text = parsed["timeout"] else { return 3 }
+        guard let value = Double(text), value >= 0, value <= 600 else {
+            throw UsageError(description: "--timeout takes seconds from 0 to 600, not \"\(text)\"")
+        }
+        return value
+    }
+}

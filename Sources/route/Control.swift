@@ -1,0 +1,73 @@
+// `route play|pause|stop|status|seek|volume --to DEVICE`: control a running cast from another terminal.
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+enum Control {
+    /// The asking side: finds the session for `--to` and sends it the command.
+    static func run(_ command: String, _ parsed: ParsedArguments) async throws -> ExitCode {
+        var request = ControlRequest(command: command, value: parsed.positionals.first)
+        if command == "seek", SeekTarget(parsing: request.value ?? "") == nil {
+            throw UsageError(description: "\"\(request.value ?? "")\" is not a position; use 90, 1:30, +30 or -10")
+        }
+        if command == "volume" {
+            guard let level = Double(request.value ?? ""), (0...100).contains(level) else {
+                throw UsageError(description: "volume takes a level from 0 to 100, not \"\(request.value ?? "")\"")
+            }
+            request.value = String(level)
+        }
+        let sessions = ControlClient.liveSessions()
+        let socket: String
+        if let query = parsed["to"] {
+            let device = try DeviceMatcher.pick(query, in: sessions.map(\.device))
+            socket = sessions.first { $0.device.id == device.id }!.socket
+        } else {
+            guard sessions.count == 1 else {
+                throw sessions.isEmpty
+                    ? RouteError.unknownDevice(query: "(no --to)", candidates: [])
+                    : RouteError.ambiguousDevice(query: "(no --to)", matches: sessions.map(\.device.name))
+            }
+            socket = sessions[0].socket
+        }
+        let reply = try ControlClient.send(request, to: socket)
+        guard reply.ok else {
+            throw RouteError.commandFailed(device: reply.device?.name ?? "device", command: command, reason: reply.error ?? "failed")
+        }
+        if command == "status", let status = reply.status {
+            if parsed.has("json") {
+                print(try JSONOutput.string(reply))
+            } else {
+                let duration = status.duration.map { " / " + formatClock($0) } ?? ""
+                let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
+                print("\(reply.device?.name ?? ""): \(status.state.rawValue) \(reply.title ?? "") \(formatClock(status.position))\(duration)\(volume)")
+            }
+        }
+        return .success
+    }
+
+    /// The answering side, inside `route cast`: applies a request to the session.
+    static func handle(_ request: ControlRequest, session: CastSession) async -> ControlReply {
+        do {
+            switch request.command {
+            case "describe", "status": break
+            case "play": try await session.play()
+            case "pause": try await session.pause()
+            case "stop": try await session.stop()
+            case "next": try await session.next()
+            case "seek":
+                guard let target = SeekTarget(parsing: request.value ?? "") else { throw UsageError(description: "bad position") }
+                try await session.seek(target)
+            case "volume":
+                guard let level = Double(request.value ?? "") else { throw UsageError(description: "bad volume") }
+                try await session.setVolume(level / 100)
+            default:
+                throw UsageError(description: "unknown command \(request.command)")
+            }
+            let status = await session.playback
+            return ControlReply(ok: true, device: session.controller.device, title: status.title, status: status)
+        } catch {
+            return ControlReply(ok: false, error: "\(error)", device: session.controller.device)
+        }
+    }
+}

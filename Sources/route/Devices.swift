@@ -1,0 +1,37 @@
+// `route devices`: lists devices as they are found, or as one JSON array.
+
+import Foundation
+import RouteCore
+
+enum Devices {
+    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        let providers = try Providers.selected(parsed)
+        let timeout = Providers.discoverNetwork(providers) ? try CommonOptions.timeout(parsed) : 0
+        let router = MediaRouter(providers: providers)
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let json = parsed.has("json")
+        var shown = Set<String>()
+        let updates = router.deviceUpdates()
+        let deadline = Task { try await Task.sleep(for: .milliseconds(Int(timeout * 1000) + 50)) }
+        let printer = Task {
+            for await list in updates {
+                for device in list where !shown.contains(device.id) {
+                    shown.insert(device.id)
+                    if !json { print(line(device)); fflush(nil) }
+                }
+                if timeout == 0, !list.isEmpty { break }
+            }
+        }
+        if timeout == 0 { await printer.value } else { _ = try? await deadline.value }
+        printer.cancel()
+        if json { print(try JSONOutput.string(await router.devices)) }
+        return .success
+    }
+
+    static func line(_ device: MediaDevice) -> String {
+        let name = device.name.padding(toLength: max(24, device.name.count), withPad: " ", startingAt: 0)
+        return "\(name)  \(device.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
+            + "\(device.protocolName.padding(toLength: 7, withPad: " ", startingAt: 0))\(device.address ?? "-")"
+    }
+}

@@ -1,0 +1,52 @@
+// ExitCode: route's documented exit codes, and which error maps to which.
+
+import RouteCore
+import RouteMedia
+
+/// The process exit codes `route` uses; listed in `route --help`.
+enum ExitCode: Int32 {
+    case success = 0
+    /// Playback failed or a device refused a command.
+    case failure = 1
+    /// The command line is wrong.
+    case usage = 2
+    /// A file is missing, unreadable, empty, a directory, or not media.
+    case badInput = 3
+    /// No device matches, or the name is ambiguous.
+    case noDevice = 4
+    /// The device cannot be reached.
+    case unreachable = 5
+    /// Stopped by Ctrl-C or SIGTERM.
+    case interrupted = 130
+
+    /// The text for `route --help`.
+    static let documentation = """
+    Exit codes:
+      0    done (a cast played to its end, or a command succeeded)
+      1    playback failed or the device refused a command
+      2    the command line is wrong
+      3    a file is missing, unreadable, empty, a directory, or not media
+      4    no device matches the name, or several do
+      5    the device cannot be reached
+      130  interrupted (Ctrl-C)
+    """
+
+    /// The exit code for an error.
+    init(for error: any Error) {
+        switch error {
+        case is UsageError: self = .usage
+        case let error as MediaError:
+            switch error {
+            case .pipeline, .server: self = .failure
+            default: self = .badInput
+            }
+        case let error as RouteError:
+            switch error {
+            case .unknownDevice, .ambiguousDevice, .unknownAddress: self = .noDevice
+            case .deviceUnreachable: self = .unreachable
+            case .commandFailed, .unsupported: self = .failure
+            }
+        default: self = .failure
+        }
+    }
+}

@@ -1,0 +1,186 @@
+// SessionControl: lets `route pause --to NAME` in another terminal reach the `route cast` that is
+// playing on that device, over a Unix socket in the user's runtime directory (one JSON line each way).
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+/// A request to a running cast.
+struct ControlRequest: Codable {
+    /// `describe`, `status`, `play`, `pause`, `stop`, `seek`, `volume`, `next`.
+    var command: String
+    /// The argument of `seek` (`+30`, `1:30`) or `volume` (0–100).
+    var value: String?
+}
+
+/// The answer of a running cast.
+struct ControlReply: Codable {
+    var ok: Bool
+    var error: String?
+    var device: MediaDevice?
+    var title: String?
+    var status: PlaybackStatus?
+}
+
+/// Where sessions put their sockets: `$ROUTE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/route`, else `/tmp/route-UID`.
+enum SessionDirectory {
+    static var path: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let dir = environment["ROUTE_RUNTIME_DIR"], !dir.isEmpty { return dir }
+        if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty { return xdg + "/route" }
+        return "/tmp/route-\(getuid())"
+    }
+
+    /// The socket of the session casting to a device.
+    static func socket(for device: MediaDevice) -> String {
+        let safe = device.id.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
+        return path + "/" + String(String(safe).prefix(60)) + ".sock"
+    }
+
+    /// Every session socket present (some may be stale).
+    static func sockets() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.filter { $0.hasSuffix(".sock") }.sorted().map { path + "/" + $0 }
+    }
+}
+
+/// The listening side, run by `route cast` for as long as it plays.
+final class SessionControlServer: @unchecked Sendable {
+    // Safety: `fd` and `path` are set once in init; `closed` is only read by the accept thread
+    // after `close()` shuts the socket, which makes accept() fail.
+    private let fd: Int32
+    private let path: String
+    private let handler: @Sendable (ControlRequest) async -> ControlReply
+
+    /// Listens for `device`. Fails when another live `route cast` already controls that device.
+    init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
+        path = SessionDirectory.socket(for: device)
+        self.handler = handler
+        try FileManager.default.createDirectory(atPath: SessionDirectory.path, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        if FileManager.default.fileExists(atPath: path) {
+            if (try? ControlClient.send(ControlRequest(command: "describe"), to: path)) != nil {
+                throw RouteError.commandFailed(device: device.name, command: "cast",
+                                               reason: "another `route cast` is already playing there; stop it first (`route stop --to \"\(device.name)\"`)")
+            }
+            unlink(path)
+        }
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = try UnixAddress(path)
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 8) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw RouteError.commandFailed(device: device.name, command: "cast", reason: "cannot listen on \(path): \(reason)")
+        }
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "route-control"
+        thread.start()
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(fd, nil, nil)
+            if client < 0 { if errno == EINTR { continue } else { return } }
+            let reply: ControlReply
+            if let line = ControlClient.readLine(client),
+               let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
+                let box = ReplyBox()
+                let done = DispatchSemaphore(value: 0)
+                let handler = self.handler
+                Task { box.reply = await handler(request); done.signal() }
+                done.wait()
+                reply = box.reply ?? ControlReply(ok: false, error: "no reply")
+            } else {
+                reply = ControlReply(ok: false, error: "malformed request")
+            }
+            ControlClient.writeLine(client, reply)
+            Glibc.close(client)
+        }
+    }
+
+    /// Stops listening and removes the socket.
+    func close() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+        unlink(path)
+    }
+}
+
+private final class ReplyBox: @unchecked Sendable {
+    var reply: ControlReply?
+}
+
+/// The asking side: one request, one reply.
+enum ControlClient {
+    /// Sends a request to a session socket and returns its reply; throws when nobody listens.
+    static func send(_ request: ControlRequest, to path: String) throws -> ControlReply {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = try UnixAddress(path)
+        guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
+            throw RouteError.deviceUnreachable(device: path, reason: String(cString: strerror(errno)))
+        }
+        writeLine(fd, request)
+        guard let line = readLine(fd), let reply = try? JSONDecoder().decode(ControlReply.self, from: line) else {
+            throw RouteError.deviceUnreachable(device: path, reason: "the session did not answer")
+        }
+        return reply
+    }
+
+    /// Live sessions and the devices they play on; stale sockets are removed.
+    static func liveSessions() -> [(socket: String, device: MediaDevice)] {
+        SessionDirectory.sockets().compactMap { path in
+            guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
+                unlink(path)
+                return nil
+            }
+            return (path, device)
+        }
+    }
+
+    static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) {
+        guard var data = try? JSONEncoder().encode(value) else { return }
+        data.append(10)
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+
+    static func readLine(_ fd: Int32) -> Data? {
+        var data = Data()
+        var byte: UInt8 = 0
+        while data.count < 1 << 20, read(fd, &byte, 1) == 1 {
+            if byte == 10 { return data }
+            data.append(byte)
+        }
+        return data.isEmpty ? nil : data
+    }
+}
+
+/// A sockaddr_un for a path.
+private struct UnixAddress {
+    var storage = sockaddr_un()
+
+    init(_ path: String) throws {
+        storage.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: storage.sun_path) else {
+            throw RouteError.commandFailed(device: "route", command: "control", reason: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+    }
+
+    mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+}

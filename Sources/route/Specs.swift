@@ -1,0 +1,71 @@
+// Specs: what each `route` command declares — options, arguments, help text, examples.
+
+enum Specs {
+    static let devices = CommandSpec(
+        name: "devices", summary: "list the devices route can cast to", positionals: "", minPositionals: 0, maxPositionals: 0,
+        options: [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers],
+        details: """
+        Devices are printed as they are found: name, kind, protocol, address. "This computer" is always there.
+        Discovery ends after --timeout seconds (right away when only the local provider runs).
+        """,
+        examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
+
+    static let cast = CommandSpec(
+        name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: 1000,
+        options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers],
+        details: """
+        Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
+        file to it (transcoding when the device cannot play it) and plays the files as a queue. A status line shows
+        device, title, state and progress; without a terminal, one line per state change.
+
+        Keys: space pause/resume, ←/→ seek -10/+10 s, ↑/↓ volume, n next file, q stop.
+        Another terminal can control the cast: route pause|play|stop|status|seek|volume --to DEVICE.
+        Casting to "This computer" or to an address starts no network discovery.
+        """,
+        examples: [
+            "route cast song.flac", "route cast movie.mkv --to \"Living Room\"",
+            "route cast *.mp3 --to this", "route cast talk.wav --to 10.0.0.5:49494",
+        ])
+
+    static let probe = CommandSpec(
+        name: "probe", summary: "show what a media file contains", positionals: "FILE", minPositionals: 1, maxPositionals: 1,
+        options: [CommonOptions.json],
+        details: "Container, MIME type, duration, streams (codec, channels, resolution), tags and cover art, via GStreamer.",
+        examples: ["route probe song.mp3", "route probe --json movie.mkv"])
+
+    static let serve = CommandSpec(
+        name: "serve", summary: "serve files over HTTP as route serves them to devices", positionals: "FILE...",
+        minPositionals: 1, maxPositionals: 1000,
+        options: [
+            OptionSpec(name: "bind", value: "ADDRESS", help: "local address to listen on (default 127.0.0.1)"),
+            OptionSpec(name: "port", value: "PORT", help: "port (default: any free port)"),
+        ],
+        details: """
+        Prints one URL per file (unguessable, per-file) and serves until interrupted: Range requests (206), HEAD,
+        DLNA headers. For debugging a device that cannot fetch media, and for bench/serve.
+        """,
+        examples: ["route serve movie.mkv", "route serve --bind 10.0.0.2 --port 8200 song.flac"])
+
+    /// The commands that control a running cast from another terminal.
+    static let controls: [(spec: CommandSpec, command: String)] = [
+        control("play", "resume playback on a device", "", []),
+        control("pause", "pause playback on a device", "", []),
+        control("stop", "stop playback on a device (ends its `route cast`)", "", []),
+        control("status", "show what a device is playing", "", [CommonOptions.json]),
+        control("seek", "seek on a device: 90, 1:30, +30 or -10 (seconds)", "POSITION", []),
+        control("volume", "set a device's volume, 0 to 100", "LEVEL", []),
+    ]
+
+    private static func control(_ name: String, _ summary: String, _ positional: String, _ extra: [OptionSpec])
+        -> (spec: CommandSpec, command: String)
+    {
+        let n = positional.isEmpty ? 0 : 1
+        let example = positional.isEmpty ? "route \(name) --to \"This computer\""
+            : "route \(name) \(name == "seek" ? "+30" : "40") --to \"Living Room\""
+        return (CommandSpec(
+            name: name, summary: summary, positionals: positional, minPositionals: n, maxPositionals: n,
+            options: [CommonOptions.to] + extra,
+            details: "Reaches the `route cast` playing on that device. Without --to: the only running cast.",
+            examples: [example]), name)
+    }
+}
