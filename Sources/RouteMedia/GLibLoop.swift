@@ -22,6 +22,9 @@ public final class GLibLoop: Sendable {
         let ready = self.ready
         let thread = Thread {
             g_main_context_push_thread_default(context)
+            // Own the context before anyone may call `perform`: g_main_context_invoke runs a
+            // function inline, on the caller's thread, when no thread owns the context yet.
+            g_main_context_acquire(context)
             let loop = g_main_loop_new(context, 0)
             ready.signal()
             g_main_loop_run(loop)

@@ -6,7 +6,7 @@ import RouteMedia
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
-    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe]
+    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve]
         + Specs.controls.map(\.spec)
 
     static func run(_ arguments: [String]) async -> ExitCode {
@@ -25,6 +25,7 @@ enum RouteCommandLine {
             case "devices": return try await Devices.run(parsed)
             case "cast": return try await Cast.run(parsed)
             case "probe": return try Probe.run(parsed)
+            case "serve": return try await Serve.run(parsed)
             default: return try await Control.run(name, parsed)
             }
         } catch {

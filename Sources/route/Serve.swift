@@ -1,0 +1,27 @@
+// `route serve`: serves files exactly as a cast would, and prints their URLs (debugging, bench/serve).
+
+import Foundation
+import RouteMedia
+
+enum Serve {
+    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        var files: [MediaInfo] = []
+        for path in parsed.positionals {
+            files.append(try await Task.detached { try MediaProbe.probe(path) }.value)
+        }
+        let portText = parsed["port"] ?? "0"
+        guard let port = UInt16(portText) else { throw UsageError(description: "--port takes 0 to 65535, not \"\(portText)\"") }
+        let server = try MediaServer(address: parsed["bind"] ?? "127.0.0.1", port: port)
+        for file in files {
+            print(server.offer(file: file.path, mimeType: file.mimeType, size: file.size))
+        }
+        fflush(nil)
+        let stop = AsyncStream<Void> { continuation in
+            let handlers = SignalHandlers { continuation.finish() }
+            continuation.onTermination = { _ in handlers.cancel() }
+        }
+        for await _ in stop {}
+        server.close()
+        return .success
+    }
+}
