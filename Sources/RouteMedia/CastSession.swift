@@ -59,7 +59,7 @@ public actor CastSession {
                     throw RouteError.commandFailed(device: controller.device.name, command: "play \(file.displayTitle)",
                                                    reason: status.error ?? "playback failed")
                 }
-                if status.isFinal || skipping || stopping { break }
+                if status.isFinal { break }
             }
             if stopping { break }
             index += 1

@@ -28,9 +28,35 @@ public final class MediaServer: Sendable {
 
     /// Offers a file; returns its URL. The file is read on each request, so it must stay in place.
     public func offer(file path: String, mimeType: String, size: UInt64) -> String {
+        add(Offer(path: path, mimeType: mimeType, source: .file(size: size)))
+    }
+
+    /// Offers a file converted on the fly by `profile`; returns its URL. Each GET runs its own
+    /// pipeline, from the start or from the offset in `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
+    public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile) -> String {
+        add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
+                  source: .pipeline(profile.pipeline(for: info), duration: info.duration)))
+    }
+
+    /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
+    public func offer(_ info: MediaInfo, as plan: Delivery) -> (url: String, mimeType: String)? {
+        switch plan {
+        case .direct: return (offer(file: info.path, mimeType: info.mimeType, size: info.size), info.mimeType)
+        case .remux(let profile), .transcode(let profile):
+            return (offer(transcoding: info, to: profile), profile.mimeType(for: info))
+        case .unplayable: return nil
+        }
+    }
+
+    private func add(_ offer: Offer) -> String {
         let token = Self.newToken()
-        let name = URL(fileURLWithPath: path).pathExtension.isEmpty ? "media" : "media." + URL(fileURLWithPath: path).pathExtension
-        core.offers.withLock { $0[token] = Offer(path: path, mimeType: mimeType, size: size) }
+        let ext = URL(fileURLWithPath: offer.path).pathExtension
+        let name: String
+        switch offer.source {
+        case .file: name = ext.isEmpty ? "media" : "media." + ext
+        case .pipeline: name = "media." + (offer.mimeType.split(separator: "/").last.map(String.init) ?? "bin")
+        }
+        core.offers.withLock { $0[token] = offer }
         return "\(baseURL)/m/\(token)/\(name)"
     }
 
@@ -60,11 +86,16 @@ public final class MediaServer: Sendable {
     }
 }
 
-/// One offered file.
+/// One offered item: a file served as it is, or through a conversion pipeline.
 struct Offer: Sendable {
+    enum Source: Sendable {
+        case file(size: UInt64)
+        /// A GStreamer pipeline description reading the file (see `TranscodeProfile.pipeline`).
+        case pipeline(String, duration: Double?)
+    }
     let path: String
     let mimeType: String
-    let size: UInt64
+    let source: Source
     var isImage: Bool { mimeType.hasPrefix("image/") }
 }
 
@@ -84,9 +115,9 @@ final class ServerCore: @unchecked Sendable {
         }
         let server = UnsafeMutableRawPointer(object).assumingMemoryBound(to: SoupServer.self)
         route_object_set_string(object, "server-header", "route ")
-        soup_server_add_handler(server, nil, { _, message, path, _, data in
+        soup_server_add_handler(server, nil, { _, message, path, query, data in
             guard let message, let path, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().answer(message, path: String(cString: path))
+            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().answer(message, path: String(cString: path), query: query)
         }, Unmanaged.passRetained(self).toOpaque(), { data in
             Unmanaged<ServerCore>.fromOpaque(data!).release()
         })
@@ -121,7 +152,7 @@ final class ServerCore: @unchecked Sendable {
     }
 
     /// Answers one request (loop thread).
-    private func answer(_ message: OpaquePointer, path: String) {
+    private func answer(_ message: OpaquePointer, path: String, query: OpaquePointer?) {
         let method = String(cString: soup_server_message_get_method(message))
         let parts = path.split(separator: "/")
         guard method == "GET" || method == "HEAD", parts.count >= 2, parts.count <= 3, parts[0] == "m",
@@ -129,36 +160,53 @@ final class ServerCore: @unchecked Sendable {
             soup_server_message_set_status(message, 404, nil)
             return
         }
-        let request = soup_server_message_get_request_headers(message)
         let response = soup_server_message_get_response_headers(message)
         soup_message_headers_set_content_type(response, offer.mimeType, nil)
-        soup_message_headers_replace(response, "Accept-Ranges", "bytes")
         soup_message_headers_replace(response, "transferMode.dlna.org", offer.isImage ? "Interactive" : "Streaming")
-        soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: false))
+        switch offer.source {
+        case .file(let size):
+            answerFile(message, offer: offer, size: size, head: method == "HEAD")
+        case .pipeline(let description, let duration):
+            soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: true))
+            let start = TimeSeek.start(headers: soup_server_message_get_request_headers(message), query: query)
+            if let start, let duration {
+                soup_message_headers_replace(response, "TimeSeekRange.dlna.org", TimeSeek.header(start: start, duration: duration))
+            }
+            soup_message_headers_set_encoding(response, SOUP_ENCODING_CHUNKED)
+            soup_server_message_set_status(message, 200, nil)
+            guard method == "GET" else { return }
+            PipelineStream(path: offer.path, description: description, start: start ?? 0).attach(to: message)
+        }
+    }
 
+    private func answerFile(_ message: OpaquePointer, offer: Offer, size: UInt64, head: Bool) {
+        let request = soup_server_message_get_request_headers(message)
+        let response = soup_server_message_get_response_headers(message)
+        soup_message_headers_replace(response, "Accept-Ranges", "bytes")
+        soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: false))
         var start: UInt64 = 0
-        var length = offer.size
+        var length = size
         if soup_message_headers_get_one(request, "Range") != nil {
             var ranges: UnsafeMutablePointer<SoupRange>?
             var count: Int32 = 0
-            guard soup_message_headers_get_ranges(request, goffset(offer.size), &ranges, &count) != 0, let ranges, count > 0,
-                  ranges[0].start >= 0, ranges[0].start <= ranges[0].end, ranges[0].end < goffset(offer.size) else {
+            guard soup_message_headers_get_ranges(request, goffset(size), &ranges, &count) != 0, let ranges, count > 0,
+                  ranges[0].start >= 0, ranges[0].start <= ranges[0].end, ranges[0].end < goffset(size) else {
                 if let ranges { soup_message_headers_free_ranges(request, ranges) }
-                soup_message_headers_replace(response, "Content-Range", "bytes */\(offer.size)")
+                soup_message_headers_replace(response, "Content-Range", "bytes */\(size)")
                 soup_server_message_set_status(message, 416, nil)
                 return
             }
             // Several ranges in one request are rare from media players: the first one is served.
             start = UInt64(ranges[0].start)
             length = UInt64(ranges[0].end) - start + 1
-            soup_message_headers_set_content_range(response, ranges[0].start, ranges[0].end, goffset(offer.size))
+            soup_message_headers_set_content_range(response, ranges[0].start, ranges[0].end, goffset(size))
             soup_message_headers_free_ranges(request, ranges)
             soup_server_message_set_status(message, 206, nil)
         } else {
             soup_server_message_set_status(message, 200, nil)
         }
         soup_message_headers_set_content_length(response, goffset(length))
-        guard method == "GET", length > 0 else { return }
+        guard !head, length > 0 else { return }
         let fd = open(offer.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             soup_message_headers_set_content_length(response, 0)

@@ -1,6 +1,7 @@
 // `route serve`: serves files exactly as a cast would, and prints their URLs (debugging, bench/serve).
 
 import Foundation
+import RouteCore
 import RouteMedia
 
 enum Serve {
@@ -12,8 +13,15 @@ enum Serve {
         let portText = parsed["port"] ?? "0"
         guard let port = UInt16(portText) else { throw UsageError(description: "--port takes 0 to 65535, not \"\(portText)\"") }
         let server = try MediaServer(address: parsed["bind"] ?? "127.0.0.1", port: port)
+        let accepts: MediaAcceptance = parsed["as"].map { .mimeTypes($0.split(separator: ",").map(String.init)) } ?? .anything
         for file in files {
-            print(server.offer(file: file.path, mimeType: file.mimeType, size: file.size))
+            let plan = DeliveryPlanner.plan(file, for: accepts)
+            guard let (url, mimeType) = server.offer(file, as: plan) else {
+                if case .unplayable(let reason) = plan { throw MediaError.notMedia(file.path, reason: reason) }
+                continue
+            }
+            print(url)
+            printError("\(file.path): \(plan.summary) as \(mimeType)")
         }
         fflush(nil)
         let stop = AsyncStream<Void> { continuation in

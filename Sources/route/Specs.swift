@@ -39,12 +39,16 @@ enum Specs {
         options: [
             OptionSpec(name: "bind", value: "ADDRESS", help: "local address to listen on (default 127.0.0.1)"),
             OptionSpec(name: "port", value: "PORT", help: "port (default: any free port)"),
+            OptionSpec(name: "as", value: "MIME[,MIME]", help: "serve as a device that takes only these types would get it (transcoding)"),
         ],
         details: """
         Prints one URL per file (unguessable, per-file) and serves until interrupted: Range requests (206), HEAD,
-        DLNA headers. For debugging a device that cannot fetch media, and for bench/serve.
+        DLNA headers. With --as, the file is converted as for a device that takes only those types (a converted
+        stream seeks with `?t=SECONDS` or `TimeSeekRange.dlna.org: npt=SECONDS-`).
+        For debugging a device that cannot fetch media, and for bench/serve.
         """,
-        examples: ["route serve movie.mkv", "route serve --bind 10.0.0.2 --port 8200 song.flac"])
+        examples: ["route serve movie.mkv", "route serve --bind 10.0.0.2 --port 8200 song.flac",
+                   "route serve --as audio/mpeg song.flac", "route serve --as video/mp2t movie.mkv"])
 
     /// The commands that control a running cast from another terminal.
     static let controls: [(spec: CommandSpec, command: String)] = [

@@ -1,0 +1,26 @@
+# Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
+.PHONY: deps build demo test bench clean
+
+deps:
+	scripts/deps build
+
+build: deps
+	swift build
+
+# Installs what is missing, builds, and casts a generated sample to "This computer".
+demo: build
+	scripts/demo
+
+# Installs what is missing and runs every test inside the lab (private network namespaces).
+test:
+	scripts/deps test
+	swift build --build-tests
+	scripts/lab run swift test --skip-build
+
+bench:
+	scripts/deps bench
+	swift build -c release
+	bench/serve
+
+clean:
+	rm -rf .build out

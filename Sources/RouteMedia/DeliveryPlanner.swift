@@ -1,0 +1,159 @@
+// DeliveryPlanner: the one decision of how a file reaches a device — as it is, remuxed, or transcoded —
+// and the GStreamer pipeline for each way of converting it.
+
+import RouteCore
+
+/// How a file is sent to a device.
+public enum Delivery: Sendable, Equatable {
+    /// The file as it is.
+    case direct
+    /// The same audio/video streams in a container the device takes (cheap, no quality loss).
+    case remux(TranscodeProfile)
+    /// Decoded and encoded again into something the device takes.
+    case transcode(TranscodeProfile)
+    /// Nothing the device takes can be made from this file; the reason says why.
+    case unplayable(String)
+}
+
+/// One output format route can produce, with its MIME type and pipeline.
+public enum TranscodeProfile: String, Sendable, CaseIterable {
+    case mp3, aac, flac, wav, vorbis
+    /// Audio streams copied out of their container (MP3 as MP3, AAC as ADTS).
+    case audioCopy
+    /// H.264 + AAC in MPEG-TS, or fragmented MP4, encoded.
+    case mpegTS, fragmentedMP4
+    /// H.264 (+ AAC or MP3) copied into MPEG-TS or fragmented MP4.
+    case mpegTSCopy, fragmentedMP4Copy
+    case jpeg
+
+    /// The MIME type of what the pipeline produces (for `audioCopy`, see `mimeType(for:)`).
+    public var mimeType: String {
+        switch self {
+        case .mp3: return "audio/mpeg"
+        case .aac: return "audio/aac"
+        case .flac: return "audio/flac"
+        case .wav: return "audio/wav"
+        case .vorbis: return "audio/ogg"
+        case .audioCopy: return "audio/mpeg"
+        case .mpegTS, .mpegTSCopy: return "video/mp2t"
+        case .fragmentedMP4, .fragmentedMP4Copy: return "video/mp4"
+        case .jpeg: return "image/jpeg"
+        }
+    }
+
+    /// The MIME type produced for this file (copying AAC gives `audio/aac`).
+    public func mimeType(for info: MediaInfo) -> String {
+        if self == .audioCopy, info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init) == .aac {
+            return "audio/aac"
+        }
+        return mimeType
+    }
+
+    /// The pipeline after the file source, ending in an element named `route_out` (the caller adds
+    /// `route_out. ! appsink`). Built from the file's streams so no branch waits for a stream that is absent.
+    public func pipeline(for info: MediaInfo) -> String {
+        let audio = info.streams.contains { $0.kind == .audio }
+        let video = info.streams.contains { $0.kind == .video }
+        let stereo = "audioconvert ! audioresample ! audio/x-raw,channels=2"
+        switch self {
+        case .mp3: return "decodebin ! \(stereo) ! lamemp3enc target=bitrate cbr=true bitrate=320 ! identity name=route_out"
+        case .aac: return "decodebin ! \(stereo) ! avenc_aac bitrate=256000 ! aacparse ! audio/mpeg,stream-format=adts ! identity name=route_out"
+        case .flac: return "decodebin ! \(stereo) ! flacenc ! identity name=route_out"
+        case .wav: return "decodebin ! \(stereo),format=S16LE ! wavenc ! identity name=route_out"
+        case .vorbis: return "decodebin ! \(stereo) ! vorbisenc quality=0.6 ! oggmux ! identity name=route_out"
+        case .audioCopy:
+            let parse = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init) == .aac
+                ? "aacparse ! audio/mpeg,stream-format=adts" : "mpegaudioparse"
+            return "parsebin ! \(parse) ! identity name=route_out"
+        case .jpeg: return "decodebin ! videoconvert ! jpegenc snapshot=true ! identity name=route_out"
+        case .mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy:
+            let copy = self == .mpegTSCopy || self == .fragmentedMP4Copy
+            let mux = (self == .mpegTS || self == .mpegTSCopy)
+                ? "mpegtsmux name=route_out" : "mp4mux name=route_out fragment-duration=1000 streamable=true"
+            var parts = ["\(copy ? "parsebin" : "decodebin") name=route_demux", mux]
+            if video {
+                parts.append(copy
+                    ? "route_demux. ! queue ! h264parse config-interval=-1 ! route_out."
+                    : "route_demux. ! queue ! videoconvert ! x264enc speed-preset=veryfast tune=zerolatency bitrate=4000 key-int-max=60 ! video/x-h264,profile=high ! h264parse config-interval=-1 ! route_out.")
+            }
+            if audio {
+                let codec = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init)
+                parts.append(copy
+                    ? "route_demux. ! queue ! \(codec == .aac ? "aacparse" : "mpegaudioparse") ! route_out."
+                    : "route_demux. ! queue ! \(stereo) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
+            }
+            return parts.joined(separator: " ")
+        }
+    }
+}
+
+/// The few audio codecs the planner tells apart.
+enum AudioCodec: Equatable {
+    case mp3, aac, other
+
+    init(_ stream: StreamInfo) {
+        guard stream.codec == "audio/mpeg" else { self = .other; return }
+        if stream.caps.contains("mpegversion=(int)1") { self = .mp3 }
+        else if stream.caps.contains("mpegversion=(int)4") || stream.caps.contains("mpegversion=(int)2") { self = .aac }
+        else { self = .other }
+    }
+}
+
+/// Decides how a file reaches a device, from the probe and what the device accepts.
+public enum DeliveryPlanner {
+    /// The plan for `info` on a device that accepts `accepts`: direct when the device takes the
+    /// file's type; a remux when it takes the streams in another container; else a transcode to the
+    /// first format the device takes, in order of quality and compatibility.
+    public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance) -> Delivery {
+        if accepts.accepts(mimeType: info.mimeType) { return .direct }
+        let audioStream = info.streams.first { $0.kind == .audio }
+        switch info.kind {
+        case .video:
+            let h264 = info.streams.first { $0.kind == .video }?.codec == "video/x-h264"
+            let audioCopyable = audioStream.map { AudioCodec($0) != .other } ?? true
+            if accepts.acceptsAny(of: ["video/mp2t", "video/mpeg2ts", "video/vnd.dlna.mpeg-tts"]) {
+                return h264 && audioCopyable ? .remux(.mpegTSCopy) : .transcode(.mpegTS)
+            }
+            if accepts.acceptsAny(of: ["video/mp4"]) {
+                return h264 && audioCopyable ? .remux(.fragmentedMP4Copy) : .transcode(.fragmentedMP4)
+            }
+            if audioStream != nil, let audio = audioProfile(accepts) {
+                return .transcode(audio)
+            }
+            return .unplayable("the device takes none of video/mp2t, video/mp4 or an audio format route can make")
+        case .audio:
+            if let audioStream {
+                let codec = AudioCodec(audioStream)
+                if codec == .mp3, accepts.accepts(mimeType: "audio/mpeg") { return .remux(.audioCopy) }
+                if codec == .aac, accepts.acceptsAny(of: ["audio/aac", "audio/x-aac"]) { return .remux(.audioCopy) }
+            }
+            if let profile = audioProfile(accepts) { return .transcode(profile) }
+            return .unplayable("the device takes none of MP3, AAC, FLAC, WAV or Ogg Vorbis")
+        default:
+            return accepts.accepts(mimeType: "image/jpeg") ? .transcode(.jpeg) : .unplayable("the device takes no JPEG images")
+        }
+    }
+
+    private static func audioProfile(_ accepts: MediaAcceptance) -> TranscodeProfile? {
+        let order: [(TranscodeProfile, [String])] = [
+            (.flac, ["audio/flac", "audio/x-flac"]),
+            (.mp3, ["audio/mpeg", "audio/mp3"]),
+            (.aac, ["audio/aac", "audio/x-aac"]),
+            (.wav, ["audio/wav", "audio/x-wav", "audio/wave"]),
+            (.vorbis, ["audio/ogg", "application/ogg"]),
+        ]
+        return order.first { accepts.acceptsAny(of: $0.1) }?.0
+    }
+}
+
+extension Delivery {
+    /// A few words for people: `sent as it is`, `remuxed (mpegTSCopy)`, `transcoded (mp3)`.
+    public var summary: String {
+        switch self {
+        case .direct: return "sent as it is"
+        case .remux(let profile): return "remuxed (\(profile.rawValue))"
+        case .transcode(let profile): return "transcoded (\(profile.rawValue))"
+        case .unplayable(let reason): return "unplayable: \(reason)"
+        }
+    }
+}
