@@ -21,16 +21,17 @@ final class PipelineStream: @unchecked Sendable {
     private let path: String
     private let description: String
     private let start: Double
-    private let credits: DispatchSemaphore
+    /// Chunks handed to libsoup and not yet written, guarded by `window`.
+    private let window = NSCondition()
+    private nonisolated(unsafe) var inFlight = 0
     private let finished = Atomic<Bool>(false)
     private nonisolated(unsafe) var message: OpaquePointer?
-    private static let window = 16
+    private static let maxInFlight = 16
 
     init(path: String, description: String, start: Double) {
         self.path = path
         self.description = description
         self.start = start
-        credits = DispatchSemaphore(value: Self.window)
     }
 
     /// Takes over the response of `message` (loop thread).
@@ -41,13 +42,13 @@ final class PipelineStream: @unchecked Sendable {
         let me = Unmanaged.passRetained(self).toOpaque()
         let wroteChunk: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
             guard let data else { return }
-            Unmanaged<PipelineStream>.fromOpaque(data).takeUnretainedValue().credits.signal()
+            Unmanaged<PipelineStream>.fromOpaque(data).takeUnretainedValue().chunkWritten()
         }
         let finishedSignal: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
             guard let data else { return }
             let stream = Unmanaged<PipelineStream>.fromOpaque(data).takeRetainedValue()
             stream.finished.store(true, ordering: .sequentiallyConsistent)
-            stream.credits.signal()
+            stream.chunkWritten()
         }
         route_signal_connect(UnsafeMutableRawPointer(message), "wrote-chunk", unsafeBitCast(wroteChunk, to: UnsafeRawPointer.self), me)
         route_signal_connect(UnsafeMutableRawPointer(message), "finished", unsafeBitCast(finishedSignal, to: UnsafeRawPointer.self), me)
@@ -59,6 +60,23 @@ final class PipelineStream: @unchecked Sendable {
     }
 
     private var isFinished: Bool { finished.load(ordering: .sequentiallyConsistent) }
+
+    /// libsoup wrote a chunk (or the client left): room for one more.
+    private func chunkWritten() {
+        window.lock()
+        inFlight = max(0, inFlight - 1)
+        window.signal()
+        window.unlock()
+    }
+
+    /// Blocks the pull thread until fewer than `maxInFlight` chunks wait in libsoup; false when the client left.
+    private func waitForRoom() -> Bool {
+        window.lock()
+        defer { window.unlock() }
+        while inFlight >= Self.maxInFlight, !isFinished { _ = window.wait(until: Date(timeIntervalSinceNow: 0.2)) }
+        inFlight += 1
+        return !isFinished
+    }
 
     /// The pull thread: builds and runs the pipeline, forwarding buffers until EOS, error or hang-up.
     private func pump() {
@@ -101,8 +119,7 @@ final class PipelineStream: @unchecked Sendable {
                 let size = gst_buffer_get_size(buffer)
                 guard size > 0, let bytes = g_malloc(size) else { continue }
                 gst_buffer_extract(buffer, 0, bytes, size)
-                while credits.wait(timeout: .now() + 0.2) == .timedOut, !isFinished {}
-                if isFinished { g_free(bytes); break }
+                guard waitForRoom() else { g_free(bytes); break }
                 sentAny = true
                 nonisolated(unsafe) let chunk = bytes
                 GLibLoop.shared.async { [self] in

@@ -15,7 +15,8 @@ enum Cast {
         let router = MediaRouter(providers: providers)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         let controller = try await router.controller(for: device)
-        let session = CastSession(controller: controller, files: files, prepare: MediaPreparer.prepare(for: device))
+        let preparer = MediaPreparer(device: device)
+        let session = CastSession(controller: controller, files: files) { try preparer.prepare($0) }
 
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
@@ -32,6 +33,7 @@ enum Cast {
             printer.finish()
         }
         defer {
+            preparer.close()
             keyTask?.cancel()
             keys?.restore()
             control.close()
@@ -120,16 +122,6 @@ enum Picker {
         }
         if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
         return try DeviceMatcher.pick(answer, in: devices)
-    }
-}
-
-/// Turns a probed file into what the device fetches: the file itself for local output.
-enum MediaPreparer {
-    static func prepare(for device: MediaDevice) -> CastSession.Preparer {
-        { info in
-            MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType, title: info.displayTitle,
-                      artist: info.artist, album: info.album, duration: info.duration, size: info.size, kind: info.kind)
-        }
     }
 }
 
