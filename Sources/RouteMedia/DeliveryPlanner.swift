@@ -147,10 +147,10 @@ public enum DeliveryPlanner {
 }
 
 extension Delivery {
-    /// A few words for people: `sent as it is`, `remuxed (mpegTSCopy)`, `transcoded (mp3)`.
+    /// A few words for people: `served as it is`, `remuxed (mpegTSCopy)`, `transcoded (mp3)`.
     public var summary: String {
         switch self {
-        case .direct: return "sent as it is"
+        case .direct: return "served as it is"
         case .remux(let profile): return "remuxed (\(profile.rawValue))"
         case .transcode(let profile): return "transcoded (\(profile.rawValue))"
         case .unplayable(let reason): return "unplayable: \(reason)"

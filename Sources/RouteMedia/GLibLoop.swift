@@ -6,17 +6,19 @@ import Synchronization
 
 /// A dedicated thread running a GMainLoop on its own GMainContext.
 ///
-/// GLib-based objects (the libsoup server and its messages) are created and touched only on this
-/// thread; `perform` runs a closure there and returns its result to the caller. The thread starts
-/// on first use and lives as long as the process.
+/// GLib-based objects (a libsoup server and its messages) are created and touched only on their
+/// loop's thread; `perform` runs a closure there and returns its result to the caller. A loop's
+/// thread starts with it and lives as long as the process.
 public final class GLibLoop: Sendable {
-    /// The process-wide loop.
-    public static let shared = GLibLoop()
+    /// One loop per core (at most 4) for the media server: each runs its own libsoup server on a
+    /// shared port, as nginx runs a worker per core.
+    static let serverLoops: [GLibLoop] = (0..<min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)))
+        .map { GLibLoop(name: "route-http-\($0)") }
 
     private nonisolated(unsafe) let context: OpaquePointer
     private let ready = DispatchSemaphore(value: 0)
 
-    private init() {
+    private init(name: String) {
         context = g_main_context_new()
         nonisolated(unsafe) let context = self.context
         let ready = self.ready
@@ -29,7 +31,7 @@ public final class GLibLoop: Sendable {
             ready.signal()
             g_main_loop_run(loop)
         }
-        thread.name = "route-glib"
+        thread.name = name
         thread.start()
         ready.wait()
     }

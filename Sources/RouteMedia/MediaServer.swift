@@ -14,14 +14,28 @@ import Synchronization
 public final class MediaServer: Sendable {
     /// `http://ADDRESS:PORT`, the prefix of every offered URL.
     public let baseURL: String
-    private let core: ServerCore
+    private let offers = OfferTable()
+    private let cores: [ServerCore]
 
     /// Starts listening on `address` (one local address, not a wildcard) and `port` (0: any free port).
     /// - Throws: `MediaError.server` when the address is not local or the port is taken.
     public init(address: String = "127.0.0.1", port: UInt16 = 0) throws {
-        let core = ServerCore()
-        let bound = try GLibLoop.shared.perform { try core.listen(address: address, port: port) }
-        self.core = core
+        // One libsoup server per loop, each with its own listening socket on the same port
+        // (SO_REUSEPORT): the kernel spreads connections across them, one core each.
+        var cores: [ServerCore] = []
+        var bound = port
+        do {
+            for loop in GLibLoop.serverLoops {
+                let core = ServerCore(loop: loop, offers: offers)
+                let wanted = bound
+                bound = try loop.perform { try core.listen(address: address, port: wanted) }
+                cores.append(core)
+            }
+        } catch {
+            for core in cores { core.close() }
+            throw error
+        }
+        self.cores = cores
         let host = address.contains(":") ? "[\(address)]" : address
         baseURL = "http://\(host):\(bound)"
     }
@@ -56,21 +70,20 @@ public final class MediaServer: Sendable {
         case .file: name = ext.isEmpty ? "media" : "media." + ext
         case .pipeline: name = "media." + (offer.mimeType.split(separator: "/").last.map(String.init) ?? "bin")
         }
-        core.offers.withLock { $0[token] = offer }
+        offers.items.withLock { $0[token] = offer }
         return "\(baseURL)/m/\(token)/\(name)"
     }
 
     /// Stops serving an offered URL; later requests get 404.
     public func withdraw(_ url: String) {
         guard let token = Self.token(in: url) else { return }
-        _ = core.offers.withLock { $0.removeValue(forKey: token) }
+        _ = offers.items.withLock { $0.removeValue(forKey: token) }
     }
 
     /// Stops listening and drops every offer. Idempotent.
     public func close() {
-        core.offers.withLock { $0.removeAll() }
-        let core = self.core
-        _ = try? GLibLoop.shared.perform { core.disconnect() }
+        offers.items.withLock { $0.removeAll() }
+        for core in cores { core.close() }
     }
 
     static func token(in url: String) -> String? {
@@ -99,16 +112,27 @@ struct Offer: Sendable {
     var isImage: Bool { mimeType.hasPrefix("image/") }
 }
 
-/// The libsoup side: owns the SoupServer, answers requests on the GLib loop thread.
+/// The offered items by token, shared by every loop's server.
+final class OfferTable: Sendable {
+    let items = Mutex<[String: Offer]>([:])
+}
+
+/// The libsoup side: one SoupServer on one GLib loop, answering requests on that loop's thread.
 final class ServerCore: @unchecked Sendable {
-    // Safety: `server` is created, used and disconnected only on the GLib loop thread.
-    let offers = Mutex<[String: Offer]>([:])
+    // Safety: `server` is created, used and disconnected only on `loop`'s thread.
+    let loop: GLibLoop
+    let offers: OfferTable
     private var server: UnsafeMutablePointer<SoupServer>?
 
     /// Bytes read from disk and handed to libsoup at a time.
     static let chunkSize = 256 * 1024
 
-    /// Creates the server and listens; returns the port. Loop thread only.
+    init(loop: GLibLoop, offers: OfferTable) {
+        self.loop = loop
+        self.offers = offers
+    }
+
+    /// Creates the server and listens on a SO_REUSEPORT socket; returns the port. Loop thread only.
     func listen(address: String, port: UInt16) throws -> UInt16 {
         guard let object = g_object_new_with_properties(soup_server_get_type(), 0, nil, nil) else {
             throw MediaError.server("libsoup could not create a server")
@@ -121,30 +145,72 @@ final class ServerCore: @unchecked Sendable {
         }, Unmanaged.passRetained(self).toOpaque(), { data in
             Unmanaged<ServerCore>.fromOpaque(data!).release()
         })
-        guard let socketAddress = g_inet_socket_address_new_from_string(address, guint(port)) else {
-            g_object_unref(object)
-            throw MediaError.server("\"\(address)\" is not an IP address of this machine")
-        }
-        defer { g_object_unref(UnsafeMutableRawPointer(socketAddress)) }
-        var error: UnsafeMutablePointer<GError>?
-        guard soup_server_listen(server, socketAddress, SoupServerListenOptions(rawValue: 0), &error) != 0 else {
-            g_object_unref(object)
-            throw MediaError.server(GLibError("cannot listen on \(address):\(port)", error).description)
-        }
         self.server = server
-        var bound = port
-        if let listeners = soup_server_get_listeners(server) {
-            if let socket = listeners.pointee.data,
-               let local = g_socket_get_local_address(socket.assumingMemoryBound(to: GSocket.self), nil) {
-                bound = UInt16(g_inet_socket_address_get_port(UnsafeMutableRawPointer(local).assumingMemoryBound(to: GInetSocketAddress.self)))
-                g_object_unref(UnsafeMutableRawPointer(local))
-            }
-            g_slist_free(listeners)
+        let socket = try Self.listeningSocket(address: address, port: port)
+        defer { g_object_unref(UnsafeMutableRawPointer(socket)) }
+        var error: UnsafeMutablePointer<GError>?
+        guard soup_server_listen_socket(server, socket, SoupServerListenOptions(rawValue: 0), &error) != 0 else {
+            disconnect()
+            throw MediaError.server(GLibError("cannot serve on \(address):\(port)", error).description)
         }
-        return bound
+        guard let local = g_socket_get_local_address(socket, nil) else { return port }
+        defer { g_object_unref(UnsafeMutableRawPointer(local)) }
+        return UInt16(g_inet_socket_address_get_port(UnsafeMutableRawPointer(local).assumingMemoryBound(to: GInetSocketAddress.self)))
     }
 
-    func disconnect() {
+    /// A bound, listening TCP socket with SO_REUSEPORT, so every loop's server can share the port.
+    /// Made with POSIX calls: g_socket_bind turns SO_REUSEPORT off again for TCP sockets.
+    private static func listeningSocket(address: String, port: UInt16) throws -> UnsafeMutablePointer<GSocket> {
+        guard let (numeric, length, family) = socketAddress(address, port: port) else {
+            throw MediaError.server("\"\(address)\" is not an IP address of this machine")
+        }
+        var storage = numeric
+        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard fd >= 0, bound == 0, Glibc.listen(fd, 128) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if fd >= 0 { Glibc.close(fd) }
+            throw MediaError.server("cannot listen on \(address):\(port): \(reason)")
+        }
+        var error: UnsafeMutablePointer<GError>?
+        guard let socket = g_socket_new_from_fd(fd, &error) else {
+            Glibc.close(fd)
+            throw MediaError.server(GLibError("cannot use the listening socket", error).description)
+        }
+        return socket
+    }
+
+    /// A numeric IPv4 or IPv6 address and port as a sockaddr, its length and family; nil when not numeric.
+    private static func socketAddress(_ address: String, port: UInt16) -> (sockaddr_storage, socklen_t, Int32)? {
+        var storage = sockaddr_storage()
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        if inet_pton(AF_INET, address, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = port.bigEndian
+            withUnsafeBytes(of: v4) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
+            return (storage, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
+        }
+        if inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = port.bigEndian
+            withUnsafeBytes(of: v6) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
+            return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
+        }
+        return nil
+    }
+
+    /// Stops serving (any thread).
+    func close() {
+        _ = try? loop.perform { self.disconnect() }
+    }
+
+    private func disconnect() {
         guard let server else { return }
         soup_server_disconnect(server)
         g_object_unref(UnsafeMutableRawPointer(server))
@@ -156,7 +222,7 @@ final class ServerCore: @unchecked Sendable {
         let method = String(cString: soup_server_message_get_method(message))
         let parts = path.split(separator: "/")
         guard method == "GET" || method == "HEAD", parts.count >= 2, parts.count <= 3, parts[0] == "m",
-              let offer = offers.withLock({ $0[String(parts[1])] }) else {
+              let offer = offers.items.withLock({ $0[String(parts[1])] }) else {
             soup_server_message_set_status(message, 404, nil)
             return
         }
@@ -175,7 +241,7 @@ final class ServerCore: @unchecked Sendable {
             soup_message_headers_set_encoding(response, SOUP_ENCODING_CHUNKED)
             soup_server_message_set_status(message, 200, nil)
             guard method == "GET" else { return }
-            PipelineStream(path: offer.path, description: description, start: start ?? 0).attach(to: message)
+            PipelineStream(loop: loop, path: offer.path, description: description, start: start ?? 0).attach(to: message)
         }
     }
 

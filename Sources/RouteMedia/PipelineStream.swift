@@ -10,7 +10,7 @@ import Synchronization
 
 /// Runs a pipeline for one GET and streams its output as a chunked body.
 ///
-/// Threads: `attach` runs on the GLib loop thread; a `route-transcode` thread builds the pipeline,
+/// Threads: `attach` runs on the server's GLib loop thread; a `route-transcode` thread builds the pipeline,
 /// pulls from its appsink and hands each buffer to the loop thread, which appends it to the body and
 /// resumes libsoup (libsoup pauses itself when the body runs dry). At most `window` chunks wait in
 /// libsoup, so a slow client slows the pipeline instead of filling memory. When the client goes away
@@ -18,6 +18,7 @@ import Synchronization
 final class PipelineStream: @unchecked Sendable {
     // Safety: `message` is only touched on the loop thread; `finished` is an atomic shared with
     // the pull thread; the rest is immutable.
+    private let loop: GLibLoop
     private let path: String
     private let description: String
     private let start: Double
@@ -28,7 +29,8 @@ final class PipelineStream: @unchecked Sendable {
     private nonisolated(unsafe) var message: OpaquePointer?
     private static let maxInFlight = 16
 
-    init(path: String, description: String, start: Double) {
+    init(loop: GLibLoop, path: String, description: String, start: Double) {
+        self.loop = loop
         self.path = path
         self.description = description
         self.start = start
@@ -122,7 +124,7 @@ final class PipelineStream: @unchecked Sendable {
                 guard waitForRoom() else { g_free(bytes); break }
                 sentAny = true
                 nonisolated(unsafe) let chunk = bytes
-                GLibLoop.shared.async { [self] in
+                loop.async { [self] in
                     guard let message, !isFinished else { g_free(chunk); return }
                     soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_TAKE, chunk, size)
                     soup_server_message_unpause(message)
@@ -141,7 +143,7 @@ final class PipelineStream: @unchecked Sendable {
 
     /// Ends the body (or turns a stream that never started into a 500) and drops the message (any thread).
     private func finishResponse(failure: String?) {
-        GLibLoop.shared.async { [self] in
+        loop.async { [self] in
             guard let message else { return }
             if !isFinished {
                 if let failure {

@@ -21,7 +21,7 @@ enum Serve {
                 continue
             }
             print(url)
-            printError("\(file.path): \(plan.summary) as \(mimeType)")
+            printError("\(file.path): \(plan.summary) (\(mimeType))")
         }
         fflush(nil)
         let stop = AsyncStream<Void> { continuation in
