@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "route", targets: ["route"]),
         .library(name: "RouteCore", targets: ["RouteCore"]),
         .library(name: "RouteMedia", targets: ["RouteMedia"]),
+        .library(name: "UPnPProvider", targets: ["UPnPProvider"]),
     ],
     targets: [
         systemLibrary("CGStreamer", pkgConfig: "gstreamer-1.0", apt: ["libgstreamer1.0-dev"]),
@@ -35,9 +36,11 @@ let package = Package(
             dependencies: ["RouteCore", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
             swiftSettings: swift6
         ),
-        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia"], swiftSettings: swift6),
+        .target(name: "UPnPProvider", dependencies: ["RouteCore", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
+        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia"], swiftSettings: swift6),
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteMedia"], swiftSettings: swift6),
     ]
 )

@@ -77,15 +77,55 @@ public enum MediaAcceptance: Sendable, Hashable, Codable {
     /// Only these MIME types (`audio/mpeg`, `video/mp4`, …), compared without parameters.
     case mimeTypes([String])
 
-    /// Whether a file of this MIME type can be sent as it is.
+    /// Whether a file of this MIME type can be sent as it is. Types compare without parameters,
+    /// case-insensitively, with common aliases (`audio/wav` = `audio/x-wav`, `audio/mp3` = `audio/mpeg`, …)
+    /// and wildcards (`*/*`, `audio/*`).
     public func accepts(mimeType: String) -> Bool {
         switch self {
         case .anything:
             return true
         case .mimeTypes(let types):
-            let wanted = Self.bare(mimeType)
-            return types.contains { Self.bare($0) == wanted || Self.bare($0) == "*" || Self.bare($0) == "*/*" }
+            let wanted = Self.canonical(mimeType)
+            let family = wanted.split(separator: "/").first.map { $0 + "/*" } ?? ""
+            return types.contains {
+                let offered = Self.canonical($0)
+                return offered == wanted || offered == "*" || offered == "*/*" || offered == family
+            }
         }
+    }
+
+    /// Spellings of one format that devices and GStreamer use interchangeably, mapped to one.
+    private static let aliases: [String: String] = [
+        "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/vnd.wave": "audio/wav",
+        "audio/mp3": "audio/mpeg", "audio/x-mp3": "audio/mpeg", "audio/mpeg3": "audio/mpeg",
+        "audio/x-flac": "audio/flac", "audio/x-aac": "audio/aac", "audio/aacp": "audio/aac",
+        "audio/x-m4a": "audio/mp4", "audio/m4a": "audio/mp4", "audio/x-aiff": "audio/aiff",
+        "application/ogg": "audio/ogg", "audio/x-ogg": "audio/ogg", "audio/x-vorbis+ogg": "audio/ogg",
+        "video/x-mkv": "video/x-matroska", "video/mkv": "video/x-matroska", "video/avi": "video/x-msvideo",
+        "video/mpeg2ts": "video/mp2t", "video/vnd.dlna.mpeg-tts": "video/mp2t", "video/x-mp4": "video/mp4",
+    ]
+
+    /// JSON: `"anything"`, or the array of MIME types.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let types = try? container.decode([String].self) { self = .mimeTypes(types); return }
+        guard try container.decode(String.self) == "anything" else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected \"anything\" or an array of MIME types")
+        }
+        self = .anything
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .anything: try container.encode("anything")
+        case .mimeTypes(let types): try container.encode(types)
+        }
+    }
+
+    private static func canonical(_ type: String) -> String {
+        let bare = bare(type)
+        return aliases[bare] ?? bare
     }
 
     /// Whether any accepted type is one of these.

@@ -64,6 +64,16 @@ public struct MediaItem: Sendable, Hashable, Codable {
     public var artworkURL: String?
     /// Which of audio, video, image this item is.
     public var kind: MediaDevice.Capabilities
+    /// Whether `url` is a stream converted on the fly: devices cannot seek in it by bytes, so a seek
+    /// reloads it from `url?t=SECONDS`, where the server restarts the conversion.
+    public var isConverted: Bool = false
+
+    /// The same item starting `seconds` in (for a converted stream).
+    public func starting(at seconds: Double) -> MediaItem {
+        var copy = self
+        copy.url += (url.contains("?") ? "&" : "?") + "t=" + String(format: "%.3f", seconds)
+        return copy
+    }
 
     /// Makes an item to load on a device.
     public init(url: String, mimeType: String, title: String? = nil, artist: String? = nil, album: String? = nil,

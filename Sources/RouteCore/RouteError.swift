@@ -15,6 +15,10 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
     case unsupported(device: String, what: String)
     /// No provider can reach this address.
     case unknownAddress(String)
+    /// A control command found no `route cast` playing (on that device, when one was named).
+    case notCasting(query: String?)
+    /// The device stopped playing an item: it failed, vanished or refused it.
+    case playbackFailed(device: String, item: String, reason: String)
 
     public var description: String {
         switch self {
@@ -30,6 +34,10 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
             return "\(device) refused \(command): \(reason)"
         case .unsupported(let device, let what):
             return "\(device) cannot \(what)"
+        case .notCasting(let query):
+            return "nothing is being cast\(query.map { " to \"\($0)\"" } ?? "") by route on this machine; start one with `route cast FILE --to DEVICE`"
+        case .playbackFailed(let device, let item, let reason):
+            return "\(item) stopped on \(device): \(reason)"
         case .unknownAddress(let address):
             return "no provider can reach \"\(address)\"; give an IP address, host:port, or a UPnP description URL"
         }

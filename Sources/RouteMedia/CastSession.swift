@@ -29,6 +29,10 @@ public actor CastSession {
     private var skipping = false
     private var stopping = false
     private var latest: PlaybackStatus = PlaybackStatus(state: .idle)
+    /// The item playing now, as loaded (before any seek reload).
+    private var current: MediaItem?
+    /// Where the loaded stream starts in the item: non-zero after a converted stream was reloaded to seek.
+    private var offset = 0.0
 
     /// Makes a session; nothing is sent to the device until `run()`.
     public init(controller: any RouteController, files: [MediaInfo], prepare: @escaping Preparer) {
@@ -50,14 +54,21 @@ public actor CastSession {
             let file = files[index]
             skipping = false
             let item = try await prepare(file)
+            current = item
+            offset = 0
             try await controller.load(item, autoplay: true)
-            for await status in controller.statusUpdates() {
+            for await reported in controller.statusUpdates() {
+                var status = reported
+                if offset > 0 {
+                    status.position += offset
+                    if let duration = item.duration { status.duration = duration }
+                }
                 latest = status
                 updates.send(CastStatus(device: controller.device, index: index, count: files.count,
                                         title: item.title ?? file.displayTitle, playback: status))
                 if status.state == .failed {
-                    throw RouteError.commandFailed(device: controller.device.name, command: "play \(file.displayTitle)",
-                                                   reason: status.error ?? "playback failed")
+                    throw RouteError.playbackFailed(device: controller.device.name, item: file.displayTitle,
+                                                    reason: status.error ?? "playback failed")
                 }
                 if status.isFinal { break }
             }
@@ -74,9 +85,17 @@ public actor CastSession {
     public func play() async throws { try await controller.play() }
     public func pause() async throws { try await controller.pause() }
 
-    /// Seeks within the current item (absolute or relative to the reported position).
+    /// Seeks within the current item (absolute or relative to the reported position). A converted
+    /// stream is reloaded from the new position, since devices cannot seek in it by bytes.
     public func seek(_ target: SeekTarget) async throws {
-        try await controller.seek(to: target.resolved(from: latest.position, duration: latest.duration))
+        let position = target.resolved(from: latest.position, duration: latest.duration)
+        guard let current, current.isConverted else {
+            try await controller.seek(to: position)
+            return
+        }
+        let resume = latest.state != .paused
+        offset = position
+        try await controller.load(position > 0 ? current.starting(at: position) : current, autoplay: resume)
     }
 
     /// Sets the volume (0…1).

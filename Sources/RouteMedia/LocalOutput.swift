@@ -50,6 +50,7 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         var status = PlaybackStatus(state: .idle, volume: 1)
         var wantsPlaying = false
         var closed = false
+        var lastReport = ContinuousClock.now
     }
 
     init(device: MediaDevice) throws {
@@ -67,7 +68,11 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         if let video = environment["ROUTE_VIDEO_SINK"].flatMap({ $0.isEmpty ? nil : $0 }) ?? (headless ? "fakesink sync=true" : nil) {
             route_object_set_object(playbin, "video-sink", try GStreamer.bin(from: video, purpose: "ROUTE_VIDEO_SINK"))
         }
-        let thread = Thread { [unowned self] in self.watchBus() }
+        // The thread holds the player only while handling one message, so a player dropped without
+        // close() is still freed (deinit), and the thread then ends.
+        let thread = Thread { [weak self] in
+            while let player = self, player.pumpBus() {}
+        }
         thread.name = "route-local-bus"
         busThread = thread
         thread.start()
@@ -130,6 +135,11 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         guard wasOpen else { return }
         gst_element_set_state(playbin, GST_STATE_NULL)
         while busThread?.isFinished == false { try? await Task.sleep(for: .milliseconds(20)) }
+        updates.finish()
+    }
+
+    deinit {
+        gst_element_set_state(playbin, GST_STATE_NULL)
         gst_object_unref(playbin)
         updates.finish()
     }
@@ -152,26 +162,28 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         updates.send(status)
     }
 
-    /// The bus thread: waits for messages (200 ms at a time) and reports position while playing.
-    private func watchBus() {
-        guard let bus = gst_element_get_bus(playbin) else { return }
+    /// One turn of the bus thread: waits up to 200 ms for a message, handles it, and reports the
+    /// position every 500 ms while playing. Returns false once the player is closed.
+    private func pumpBus() -> Bool {
+        guard !state.withLock({ $0.closed }), let bus = gst_element_get_bus(playbin) else { return false }
         defer { gst_object_unref(bus) }
-        var lastReport = ContinuousClock.now
-        while !state.withLock({ $0.closed }) {
-            if let message = gst_bus_timed_pop(bus, GstClockTime(0.2 * GStreamer.second)) {
-                handle(message)
-                gst_mini_object_unref(UnsafeMutableRawPointer(message).assumingMemoryBound(to: GstMiniObject.self))
-            }
-            let playing = state.withLock { $0.status.state == .playing }
-            if playing, ContinuousClock.now - lastReport >= .milliseconds(500) {
-                lastReport = .now
-                let position = queryPosition()
-                publish { s in
-                    if let position { s.position = position }
-                    if s.duration == nil { s.duration = self.queryDuration() }
-                }
+        if let message = gst_bus_timed_pop(bus, GstClockTime(0.2 * GStreamer.second)) {
+            handle(message)
+            gst_mini_object_unref(UnsafeMutableRawPointer(message).assumingMemoryBound(to: GstMiniObject.self))
+        }
+        let due = state.withLock { s -> Bool in
+            guard s.status.state == .playing, ContinuousClock.now - s.lastReport >= .milliseconds(500) else { return false }
+            s.lastReport = .now
+            return true
+        }
+        if due {
+            let position = queryPosition()
+            publish { s in
+                if let position { s.position = position }
+                if s.duration == nil { s.duration = self.queryDuration() }
             }
         }
+        return true
     }
 
     private func handle(_ message: UnsafeMutablePointer<GstMessage>) {

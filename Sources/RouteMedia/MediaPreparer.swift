@@ -37,7 +37,10 @@ public final class MediaPreparer: Sendable {
         }
         item.url = url
         item.mimeType = mimeType
-        if case .direct = plan {} else { item.size = nil }
+        if case .direct = plan {} else {
+            item.size = nil
+            item.isConverted = true
+        }
         return item
     }
 

@@ -102,12 +102,17 @@ public enum MediaProbe {
         let list = gst_discoverer_info_get_stream_list(info)
         defer { gst_discoverer_stream_info_list_free(list) }
         var tags = TagReader()
+        // File-level tags first: a stream's own tags name the track ("Audio"), not the file.
+        tags.read(gst_discoverer_info_get_tags(info))
         forEach(list) { stream in
             tags.read(gst_discoverer_stream_info_get_tags(stream))
             if let parsed = streamInfo(stream) { media.streams.append(parsed) }
         }
-        tags.read(gst_discoverer_info_get_tags(info))
         guard !media.streams.isEmpty else { throw .notMedia(path, reason: "it has no audio, video or picture") }
+        // An ID3 or APE tag in front of a bare stream (an MP3) is not a container: the stream is.
+        if ["application/x-id3", "application/x-apetag"].contains(media.container), media.streams.count == 1 {
+            media.container = media.streams[0].codec
+        }
         media.title = tags.title
         media.artist = tags.artist
         media.album = tags.album

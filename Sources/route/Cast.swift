@@ -15,40 +15,49 @@ enum Cast {
         let router = MediaRouter(providers: providers)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         let controller = try await router.controller(for: device)
-        let preparer = MediaPreparer(device: device)
-        let session = CastSession(controller: controller, files: files) { try preparer.prepare($0) }
+        do {
+            let interrupted = try await play(files, on: device, with: controller)
+            await controller.close()
+            return interrupted ? .interrupted : .success
+        } catch {
+            await controller.close()
+            throw error
+        }
+    }
 
+    /// Plays the queue with status, keys and the control socket; true when interrupted by a signal.
+    private static func play(_ files: [MediaInfo], on device: MediaDevice, with controller: any RouteController) async throws -> Bool {
+        let preparer = MediaPreparer(device: device)
+        defer { preparer.close() }
+        let session = CastSession(controller: controller, files: files) { try preparer.prepare($0) }
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
         }
+        defer { control.close() }
         let interrupted = InterruptFlag()
         let signals = SignalHandlers { interrupted.set(); Task { try? await session.stop() } }
+        defer { signals.cancel() }
         let keys = KeyReader.isAvailable ? KeyReader() : nil
         let keyTask = keys.map { reader in
             Task { for await key in reader.keys() { await press(key, on: session) } }
+        }
+        defer {
+            keyTask?.cancel()
+            keys?.restore()
         }
         let display = Task {
             var printer = StatusPrinter(live: isatty(STDERR_FILENO) == 1 && keys != nil)
             for await status in session.statusUpdates() { printer.show(status) }
             printer.finish()
         }
-        defer {
-            preparer.close()
-            keyTask?.cancel()
-            keys?.restore()
-            control.close()
-            signals.cancel()
-        }
         do {
             try await session.run()
-            await display.value
-            await controller.close()
         } catch {
             await display.value
-            await controller.close()
             throw error
         }
-        return interrupted.isSet ? .interrupted : .success
+        await display.value
+        return interrupted.isSet
     }
 
     private static func press(_ key: CastKey, on session: CastSession) async {

@@ -3,6 +3,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import UPnPProvider
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
@@ -50,6 +51,7 @@ enum RouteCommandLine {
           ROUTE_AUDIO_SINK    GStreamer sink for "This computer" audio, e.g. `fakesink sync=true`
           ROUTE_VIDEO_SINK    the same for video
           ROUTE_RUNTIME_DIR   where running casts put their control sockets
+          ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
 
         \(ExitCode.documentation)
 
@@ -67,8 +69,9 @@ enum Providers {
     /// Every provider this build has, by name, in order of preference.
     static let available: [String: @Sendable () -> any RouteProvider] = [
         "local": { LocalProvider() },
+        "upnp": { UPnPProvider() },
     ]
-    static let order = ["local"]
+    static let order = ["local", "upnp"]
 
     /// The providers named by `--providers`, else `ROUTE_PROVIDERS`, else all.
     static func selected(_ parsed: ParsedArguments) throws -> [any RouteProvider] {
@@ -89,7 +92,7 @@ enum Providers {
 /// The option declarations shared by several commands.
 enum CommonOptions {
     static let providers = OptionSpec(name: "providers", value: "LIST",
-                                      help: "comma-separated providers to run (available: local); default all")
+                                      help: "comma-separated providers to run (available: local, upnp); default all")
     static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
     static let to = OptionSpec(name: "to", value: "DEVICE",
                                help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL)")

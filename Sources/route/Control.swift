@@ -18,15 +18,16 @@ enum Control {
             request.value = String(level)
         }
         let sessions = ControlClient.liveSessions()
+        guard !sessions.isEmpty else {
+            throw RouteError.notCasting(query: parsed["to"])
+        }
         let socket: String
         if let query = parsed["to"] {
             let device = try DeviceMatcher.pick(query, in: sessions.map(\.device))
             socket = sessions.first { $0.device.id == device.id }!.socket
         } else {
             guard sessions.count == 1 else {
-                throw sessions.isEmpty
-                    ? RouteError.unknownDevice(query: "(no --to)", candidates: [])
-                    : RouteError.ambiguousDevice(query: "(no --to)", matches: sessions.map(\.device.name))
+                throw RouteError.ambiguousDevice(query: "(no --to)", matches: sessions.map(\.device.name))
             }
             socket = sessions[0].socket
         }

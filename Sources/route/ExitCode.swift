@@ -42,9 +42,9 @@ enum ExitCode: Int32 {
             }
         case let error as RouteError:
             switch error {
-            case .unknownDevice, .ambiguousDevice, .unknownAddress: self = .noDevice
+            case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
             case .deviceUnreachable: self = .unreachable
-            case .commandFailed, .unsupported: self = .failure
+            case .commandFailed, .unsupported, .playbackFailed: self = .failure
             }
         default: self = .failure
         }

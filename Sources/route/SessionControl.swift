@@ -51,6 +51,10 @@ final class SessionControlServer: @unchecked Sendable {
     private let fd: Int32
     private let path: String
     private let handler: @Sendable (ControlRequest) async -> ControlReply
+    /// Guards `answering`: close() waits until a request being answered has had its reply written,
+    /// so `route stop` gets its answer before the cast process exits.
+    private let busy = NSCondition()
+    private var answering = false
 
     /// Listens for `device`. Fails when another live `route cast` already controls that device.
     init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
@@ -81,6 +85,7 @@ final class SessionControlServer: @unchecked Sendable {
         while true {
             let client = accept(fd, nil, nil)
             if client < 0 { if errno == EINTR { continue } else { return } }
+            busy.lock(); answering = true; busy.unlock()
             let reply: ControlReply
             if let line = ControlClient.readLine(client),
                let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
@@ -95,11 +100,16 @@ final class SessionControlServer: @unchecked Sendable {
             }
             ControlClient.writeLine(client, reply)
             Glibc.close(client)
+            busy.lock(); answering = false; busy.broadcast(); busy.unlock()
         }
     }
 
-    /// Stops listening and removes the socket.
+    /// Stops listening and removes the socket, after any reply being written (at most 2 s).
     func close() {
+        busy.lock()
+        let deadline = Date(timeIntervalSinceNow: 2)
+        while answering, busy.wait(until: deadline) {}
+        busy.unlock()
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
         unlink(path)

@@ -1,0 +1,157 @@
+// DeviceDescription: a renderer's description document (name, model, UDN, services, icons) and what its
+// ConnectionManager says it accepts, turned into a MediaDevice.
+
+import Foundation
+import RouteCore
+
+/// One service of a device, with absolute URLs.
+struct ServiceInfo: Sendable, Hashable {
+    var serviceType: String
+    var serviceID: String
+    var controlURL: String
+    var eventURL: String
+    var scpdURL: String
+}
+
+/// One icon of a device.
+struct IconInfo: Sendable, Hashable {
+    var mimeType: String
+    var width: Int
+    var height: Int
+    var url: String
+}
+
+/// The parts of a UPnP device description route uses.
+struct DeviceDescription: Sendable, Hashable {
+    var location: String
+    var udn: String
+    var deviceType: String
+    var friendlyName: String
+    var manufacturer: String
+    var modelName: String
+    var services: [ServiceInfo]
+    var icons: [IconInfo]
+
+    /// The first service whose type starts with `urn:schemas-upnp-org:service:NAME:`.
+    func service(_ name: String) -> ServiceInfo? {
+        services.first { $0.serviceType.hasPrefix("urn:schemas-upnp-org:service:\(name):") }
+    }
+
+    /// Errors a person can act on when a description is unusable.
+    enum Problem: Error, CustomStringConvertible {
+        case malformed(String)
+        case missing(String, String)
+
+        var description: String {
+            switch self {
+            case .malformed(let location): return "the device description at \(location) is not well-formed XML"
+            case .missing(let location, let what): return "the device description at \(location) has no \(what)"
+            }
+        }
+    }
+
+    /// Parses a description fetched from `location` (relative URLs resolve against URLBase or it).
+    static func parse(_ text: String, location: String) throws(Problem) -> DeviceDescription {
+        guard let root = XMLNode.parse(text) else { throw .malformed(location) }
+        guard let device = root.child("device") else { throw .missing(location, "<device> element") }
+        let base = URL(string: root.value("URLBase") ?? location) ?? URL(string: location)
+        func absolute(_ path: String?) -> String {
+            guard let path, !path.isEmpty else { return "" }
+            return URL(string: path, relativeTo: base)?.absoluteString ?? path
+        }
+        guard let udn = device.value("UDN"), !udn.isEmpty else { throw .missing(location, "UDN") }
+        let services = device.all("service").map { s in
+            ServiceInfo(serviceType: s.value("serviceType") ?? "", serviceID: s.value("serviceId") ?? "",
+                        controlURL: absolute(s.value("controlURL")), eventURL: absolute(s.value("eventSubURL")),
+                        scpdURL: absolute(s.value("SCPDURL")))
+        }
+        let icons = device.all("icon").map { i in
+            IconInfo(mimeType: i.value("mimetype") ?? "", width: Int(i.value("width") ?? "") ?? 0,
+                     height: Int(i.value("height") ?? "") ?? 0, url: absolute(i.value("url")))
+        }
+        let name = device.value("friendlyName").flatMap { $0.isEmpty ? nil : $0 } ?? device.value("modelName") ?? udn
+        return DeviceDescription(location: location, udn: udn, deviceType: device.value("deviceType") ?? "",
+                                 friendlyName: name, manufacturer: device.value("manufacturer") ?? "",
+                                 modelName: device.value("modelName") ?? "", services: services, icons: icons)
+    }
+
+    /// The device as the router sees it; `sink` is GetProtocolInfo's Sink (may be empty if unknown).
+    func mediaDevice(sink: String) -> MediaDevice {
+        let types = ProtocolInfo.mimeTypes(sink)
+        var capabilities: MediaDevice.Capabilities = []
+        if types.contains(where: { $0.hasPrefix("audio/") }) { capabilities.insert(.audio) }
+        if types.contains(where: { $0.hasPrefix("video/") }) { capabilities.insert(.video) }
+        if types.contains(where: { $0.hasPrefix("image/") }) { capabilities.insert(.image) }
+        if types.isEmpty { capabilities = .audio }
+        let kind: MediaDevice.Kind = capabilities.contains(.video) ? .tv : .speaker
+        var ids: Set<String> = [udn]
+        if let host = URL(string: location)?.host { ids.insert("ip:" + host) }
+        return MediaDevice(id: udn, name: friendlyName, kind: kind, protocolName: "upnp", address: location,
+                           capabilities: capabilities, volumeControl: service("RenderingControl") == nil ? .none : .absolute,
+                           accepts: types.isEmpty ? .mimeTypes(["audio/mpeg"]) : .mimeTypes(types),
+                           deduplicationIDs: ids)
+    }
+}
+
+/// ConnectionManager protocol info: `http-get:*:audio/mpeg:DLNA.ORG_PN=MP3,http-get:*:audio/L16;rate=44100:*`.
+enum ProtocolInfo {
+    /// The distinct MIME types offered over http-get, in order.
+    static func mimeTypes(_ sink: String) -> [String] {
+        var seen = Set<String>()
+        var result: [String] = []
+        for entry in sink.split(separator: ",") {
+            let fields = entry.trimmingCharacters(in: .whitespaces).split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+            guard fields.count >= 3, fields[0] == "http-get" else { continue }
+            let mime = fields[2].split(separator: ";").first.map { String($0).lowercased() } ?? ""
+            if !mime.isEmpty, seen.insert(mime).inserted { result.append(mime) }
+        }
+        return result
+    }
+
+    /// The protocolInfo to put in DIDL-Lite `res` for a MIME type (DLNA flags as for our server).
+    static func forResource(mimeType: String, transcoded: Bool) -> String {
+        "http-get:*:\(mimeType):DLNA.ORG_OP=\(transcoded ? "10" : "01");DLNA.ORG_CI=\(transcoded ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
+    }
+}
+
+/// DIDL-Lite metadata for SetAVTransportURI.
+enum DIDLLite {
+    /// An `item` with title, artist, album, class, a `res` with protocolInfo, duration and size, and cover art.
+    static func metadata(for item: MediaItem) -> String {
+        let upnpClass: String
+        if item.kind.contains(.video) { upnpClass = "object.item.videoItem" }
+        else if item.kind.contains(.audio) { upnpClass = "object.item.audioItem.musicTrack" }
+        else { upnpClass = "object.item.imageItem.photo" }
+        var res = "<res protocolInfo=\"\(xmlEscape(ProtocolInfo.forResource(mimeType: item.mimeType, transcoded: item.size == nil)))\""
+        if let duration = item.duration { res += " duration=\"\(durationString(duration))\"" }
+        if let size = item.size { res += " size=\"\(size)\"" }
+        res += ">\(xmlEscape(item.url))</res>"
+        var body = "<dc:title>\(xmlEscape(item.title ?? "route"))</dc:title><upnp:class>\(upnpClass)</upnp:class>"
+        if let artist = item.artist { body += "<upnp:artist>\(xmlEscape(artist))</upnp:artist><dc:creator>\(xmlEscape(artist))</dc:creator>" }
+        if let album = item.album { body += "<upnp:album>\(xmlEscape(album))</upnp:album>" }
+        if let art = item.artworkURL { body += "<upnp:albumArtURI>\(xmlEscape(art))</upnp:albumArtURI>" }
+        return "<DIDL-Lite xmlns=\"urn:schemas-upnp-org:metadata-1-0/DIDL-Lite/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\""
+            + " xmlns:upnp=\"urn:schemas-upnp-org:metadata-1-0/upnp/\" xmlns:dlna=\"urn:schemas-dlna-org:metadata-1-0/\">"
+            + "<item id=\"1\" parentID=\"0\" restricted=\"1\">\(body)\(res)</item></DIDL-Lite>"
+    }
+
+    /// `H:MM:SS.mmm`, as UPnP durations are written.
+    static func durationString(_ seconds: Double) -> String {
+        let total = max(0, seconds)
+        let whole = Int(total)
+        return String(format: "%d:%02d:%02d.%03d", whole / 3600, (whole % 3600) / 60, whole % 60,
+                      Int(((total - Double(whole)) * 1000).rounded()) % 1000)
+    }
+
+    /// Parses `H:MM:SS(.fff)`; nil for `NOT_IMPLEMENTED` and other non-times.
+    static func seconds(_ text: String) -> Double? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 3 else { return nil }
+        var total = 0.0
+        for part in parts {
+            guard let value = Double(part) else { return nil }
+            total = total * 60 + value
+        }
+        return total
+    }
+}

@@ -1,0 +1,272 @@
+// RendererController: controls one DLNA renderer over AVTransport and RenderingControl, and keeps its
+// status from GENA LastChange events plus polling (position is never evented), extrapolated in between.
+
+import Foundation
+import RouteCore
+
+/// A RouteController for a UPnP MediaRenderer.
+///
+/// Status: GENA events carry transport state and volume as they change; GetTransportInfo and
+/// GetPositionInfo are polled every second (a renderer that stops answering three polls in a row,
+/// or says byebye, ends the item as `.failed`); between polls the position advances with the clock
+/// while playing. Commands time out after `commandTimeout`.
+actor RendererController: RouteController {
+    nonisolated let device: MediaDevice
+    private let renderer: Renderer
+    private let stack: UPnPStack
+    private let transport: ServiceInfo
+    private let rendering: ServiceInfo?
+    private var seekUnit = "REL_TIME"
+    private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
+    private var status = PlaybackStatus(state: .idle)
+    private var positionAt = ContinuousClock.now
+    private var subscriptions: Set<String> = []
+    private var tasks: [Task<Void, Never>] = []
+    private var expectingStop = false
+    private var sawPlaying = false
+    private var failures = 0
+    private var closed = false
+
+    static let commandTimeout: Duration = .seconds(5)
+    static let pollInterval: Duration = .seconds(1)
+    static let failuresBeforeGone = 3
+
+    private init(renderer: Renderer, stack: UPnPStack, transport: ServiceInfo) {
+        self.renderer = renderer
+        self.device = renderer.device
+        self.stack = stack
+        self.transport = transport
+        self.rendering = renderer.description.service("RenderingControl")
+    }
+
+    /// Opens a controller: reads the seek modes, subscribes to events, starts polling.
+    static func open(_ renderer: Renderer, stack: UPnPStack) async throws -> RendererController {
+        guard let transport = renderer.description.service("AVTransport") else {
+            throw RouteError.unsupported(device: renderer.device.name, what: "play media (no AVTransport service)")
+        }
+        let controller = RendererController(renderer: renderer, stack: stack, transport: transport)
+        await controller.start()
+        return controller
+    }
+
+    private func start() async {
+        if let scpd = try? await stack.download(transport.scpdURL), let root = XMLNode.parse(scpd) {
+            let modes = root.all("stateVariable").first { $0.value("name") == "A_ARG_TYPE_SeekMode" }?
+                .all("allowedValue").map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) } ?? []
+            if !modes.contains("REL_TIME"), modes.contains("ABS_TIME") { seekUnit = "ABS_TIME" }
+        }
+        let events = stack.events.subscribe()
+        tasks.append(Task { [weak self] in
+            for await event in events { await self?.handle(event) }
+        })
+        for service in [transport, rendering].compactMap({ $0 }) where !service.eventURL.isEmpty {
+            if let sid = try? await stack.subscribe(service.eventURL) { subscriptions.insert(sid) }
+        }
+        if let rendering, let reply = try? await call("GetVolume", on: rendering, ["InstanceID": "0", "Channel": "Master"]),
+           let volume = Double(reply["CurrentVolume"] ?? "") {
+            status.volume = volume / 100
+        }
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.pollInterval / 2)
+                await self?.tick(poll: false)
+                try? await Task.sleep(for: Self.pollInterval / 2)
+                await self?.tick(poll: true)
+            }
+        })
+        publish()
+    }
+
+    nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
+
+    func load(_ item: MediaItem, autoplay: Bool) async throws {
+        status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
+        positionAt = .now
+        sawPlaying = false
+        expectingStop = false
+        publish()
+        try await command("load", "SetAVTransportURI", on: transport, [
+            "InstanceID": "0", "CurrentURI": item.url, "CurrentURIMetaData": DIDLLite.metadata(for: item),
+        ])
+        if autoplay { try await play() }
+    }
+
+    func play() async throws {
+        if status.isFinal {
+            status.state = .loading
+            status.error = nil
+            sawPlaying = false
+        }
+        expectingStop = false
+        try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+    }
+
+    func pause() async throws {
+        try await command("pause", "Pause", on: transport, ["InstanceID": "0"])
+        status.position = position()
+        positionAt = .now
+        if status.state == .playing { status.state = .paused }
+        publish()
+    }
+
+    func seek(to seconds: Double) async throws {
+        try await command("seek", "Seek", on: transport, [
+            "InstanceID": "0", "Unit": seekUnit, "Target": DIDLLite.durationString(seconds).components(separatedBy: ".")[0],
+        ])
+        status.position = seconds
+        positionAt = .now
+        publish()
+    }
+
+    func stop() async throws {
+        expectingStop = true
+        try await command("stop", "Stop", on: transport, ["InstanceID": "0"])
+        status.state = .stopped
+        publish()
+    }
+
+    func setVolume(_ level: Double) async throws {
+        guard let rendering else { throw RouteError.unsupported(device: device.name, what: "change volume") }
+        let clamped = min(1, max(0, level))
+        try await command("set volume", "SetVolume", on: rendering, [
+            "InstanceID": "0", "Channel": "Master", "DesiredVolume": String(Int((clamped * 100).rounded())),
+        ])
+        status.volume = clamped
+        publish()
+    }
+
+    func close() async {
+        guard !closed else { return }
+        closed = true
+        for task in tasks { task.cancel() }
+        for sid in subscriptions { await stack.unsubscribe(sid) }
+        subscriptions.removeAll()
+        updates.finish()
+    }
+
+    // MARK: status
+
+    private func handle(_ event: UPnPEvent) {
+        switch event {
+        case .event(let sid, let variables) where subscriptions.contains(sid):
+            guard let lastChange = variables["LastChange"] else { return }
+            let changes = LastChange.parse(lastChange)
+            if let state = changes["TransportState"] { applyTransportState(state) }
+            if let volume = changes["Volume"].flatMap(Double.init) { status.volume = volume / 100 }
+            if let duration = changes["CurrentTrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
+            publish()
+        case .byebye(let udn) where udn == renderer.description.udn:
+            fail("\(device.name) left the network (it sent ssdp:byebye)")
+        case .subscriptionLost(let sid) where subscriptions.contains(sid):
+            subscriptions.remove(sid)
+        default:
+            break
+        }
+    }
+
+    /// Every half interval: publish the extrapolated position; every interval, poll the renderer.
+    private func tick(poll: Bool) async {
+        guard !closed, !status.isFinal || status.state == .stopped else { return }
+        if poll {
+            do {
+                let info = try await call("GetTransportInfo", on: transport, ["InstanceID": "0"])
+                if let state = info["CurrentTransportState"] { applyTransportState(state) }
+                if status.state == .playing || status.state == .paused || status.state == .loading {
+                    let position = try await call("GetPositionInfo", on: transport, ["InstanceID": "0"])
+                    if let rel = position["RelTime"].flatMap(DIDLLite.seconds), rel > 0 || status.state != .playing || status.position < 1 {
+                        status.position = rel
+                        positionAt = .now
+                    }
+                    if let duration = position["TrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
+                }
+                failures = 0
+            } catch let error as UPnPError where error.isUnreachable || error.code == -1 {
+                failures += 1
+                if failures >= Self.failuresBeforeGone, status.state != .stopped {
+                    fail("\(device.name) stopped answering (\(error))")
+                }
+                return
+            } catch {
+                return
+            }
+        }
+        guard !status.isFinal else { return }
+        publish()
+    }
+
+    private func applyTransportState(_ state: String) {
+        guard !status.isFinal || state == "PLAYING" && !expectingStop && status.state != .ended else { return }
+        switch state {
+        case "PLAYING":
+            if status.state != .playing { status.position = position(); positionAt = .now }
+            status.state = .playing
+            sawPlaying = true
+        case "PAUSED_PLAYBACK", "PAUSED_RECORDING":
+            status.position = position()
+            positionAt = .now
+            status.state = .paused
+        case "TRANSITIONING":
+            status.state = .loading
+        case "STOPPED", "NO_MEDIA_PRESENT":
+            if expectingStop {
+                status.state = .stopped
+            } else if sawPlaying {
+                status.state = .ended
+                if let duration = status.duration { status.position = duration }
+            }
+        default:
+            break
+        }
+    }
+
+    /// The position now: the last report, plus the time since while playing.
+    private func position() -> Double {
+        guard status.state == .playing else { return status.position }
+        let elapsed = ContinuousClock.now - positionAt
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let extrapolated = status.position + seconds
+        return status.duration.map { min($0, extrapolated) } ?? extrapolated
+    }
+
+    private func publish() {
+        var snapshot = status
+        snapshot.position = position()
+        updates.send(snapshot)
+    }
+
+    private func fail(_ reason: String) {
+        guard !status.isFinal else { return }
+        status.state = .failed
+        status.error = reason
+        publish()
+    }
+
+    // MARK: SOAP
+
+    /// A command from the user: failures become RouteError with a readable reason.
+    private func command(_ name: String, _ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>) async throws {
+        do {
+            _ = try await call(action, on: service, arguments)
+        } catch let error as UPnPError {
+            if error.isUnreachable || error.code == -1 {
+                throw RouteError.deviceUnreachable(device: device.name, reason: UPnPError.explain(error.code))
+            }
+            throw RouteError.commandFailed(device: device.name, command: name, reason: UPnPError.explain(error.code))
+        }
+    }
+
+    /// One SOAP call with a deadline (libupnp's own is 30 s). A timeout is reported as code -1.
+    private func call(_ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
+        let stack = self.stack
+        nonisolated(unsafe) let pairs = arguments
+        return try await withThrowingTaskGroup(of: [String: String]?.self) { group in
+            group.addTask { try await stack.sendAction(action, service: service, arguments: pairs) }
+            group.addTask { try? await Task.sleep(for: Self.commandTimeout); return nil }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let reply = first else {
+                throw UPnPError(code: -1, context: "\(action) timed out")
+            }
+            return reply
+        }
+    }
+}

@@ -1,0 +1,186 @@
+// UPnPProvider: DLNA MediaRenderers as route devices — found by SSDP search and advertisements,
+// described, asked what they accept, and dropped on byebye, expiry, or when they stop answering.
+
+import Foundation
+import RouteCore
+
+/// The UPnP/DLNA provider. Discovery runs while `discover()` is iterated.
+public struct UPnPProvider: RouteProvider {
+    public let name = "upnp"
+
+    /// Makes the provider; libupnp starts on first use (`ROUTE_UPNP_INTERFACE` picks the interface).
+    public init() {}
+
+    public func discover() -> AsyncStream<[MediaDevice]> {
+        AsyncStream { continuation in
+            let task = Task {
+                do {
+                    try await RendererDiscovery(stack: try UPnPStack.shared()).run { continuation.yield($0) }
+                } catch {
+                    FileHandle.standardError.write(Data("route: UPnP discovery stopped: \(error)\n".utf8))
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// A description URL is fetched directly; `host:port` tries the usual description paths.
+    /// Returns nil for addresses that are no UPnP renderer's.
+    public func device(at address: String) async throws -> MediaDevice? {
+        let stack = try UPnPStack.shared()
+        let candidates: [String]
+        if address.hasPrefix("http://") {
+            candidates = [address]
+        } else if address.contains(":"), !address.contains("/") {
+            candidates = ["/description.xml", "/rootDesc.xml", "/dmr.xml", "/DeviceDescription.xml", "/desc.xml"]
+                .map { "http://\(address)\($0)" }
+        } else {
+            return nil
+        }
+        var lastError: (any Error)?
+        for location in candidates {
+            do {
+                return try await Renderer.describe(location, stack: stack).device
+            } catch let error as UPnPError where error.code > 0 || !error.isUnreachable {
+                lastError = error
+                continue
+            } catch let error as DeviceDescription.Problem {
+                throw RouteError.deviceUnreachable(device: address, reason: error.description)
+            } catch {
+                lastError = error
+                if address.hasPrefix("http://") { break }
+            }
+        }
+        if address.hasPrefix("http://") {
+            throw RouteError.deviceUnreachable(device: address, reason: "\(lastError.map { "\($0)" } ?? "no answer")")
+        }
+        return nil
+    }
+
+    public func controller(for device: MediaDevice) async throws -> any RouteController {
+        let stack = try UPnPStack.shared()
+        guard let location = device.address else {
+            throw RouteError.deviceUnreachable(device: device.name, reason: "no description URL")
+        }
+        let renderer: Renderer
+        do {
+            renderer = try await Renderer.describe(location, stack: stack)
+        } catch {
+            throw RouteError.deviceUnreachable(device: device.name, reason: "\(error)")
+        }
+        return try await RendererController.open(renderer, stack: stack)
+    }
+}
+
+/// A described renderer: its description, and the device built from it and its protocol info.
+struct Renderer: Sendable {
+    var description: DeviceDescription
+    var device: MediaDevice
+
+    /// Fetches and parses the description, then asks ConnectionManager what it accepts.
+    static func describe(_ location: String, stack: UPnPStack) async throws -> Renderer {
+        let text = try await stack.download(location)
+        let description = try DeviceDescription.parse(text, location: location)
+        guard description.service("AVTransport") != nil else {
+            throw DeviceDescription.Problem.missing(location, "AVTransport service (not a media renderer)")
+        }
+        var sink = ""
+        if let manager = description.service("ConnectionManager") {
+            sink = (try? await stack.sendAction("GetProtocolInfo", service: manager, arguments: [:]))?["Sink"] ?? ""
+        }
+        return Renderer(description: description, device: description.mediaDevice(sink: sink))
+    }
+}
+
+/// Keeps the renderer list: SSDP replies and alive/byebye notifications, expiry by max-age, and a
+/// re-search every `researchInterval` after which a device that did not answer is checked and dropped
+/// if its description cannot be fetched.
+actor RendererDiscovery {
+    static let searchTarget = "urn:schemas-upnp-org:device:MediaRenderer:1"
+    static let researchInterval: Duration = .seconds(10)
+
+    private struct Entry {
+        var renderer: Renderer?
+        var expires: ContinuousClock.Instant
+        var lastSeen: ContinuousClock.Instant
+    }
+
+    private let stack: UPnPStack
+    private var entries: [String: Entry] = [:]
+    private var publish: (@Sendable ([MediaDevice]) -> Void)?
+
+    init(stack: UPnPStack) {
+        self.stack = stack
+    }
+
+    /// Runs until cancelled, calling `publish` with the full list after every change.
+    func run(_ publish: @escaping @Sendable ([MediaDevice]) -> Void) async throws {
+        self.publish = publish
+        publish([])
+        let events = stack.events.subscribe()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                for await event in events { await self.handle(event) }
+            }
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    let searchedAt = ContinuousClock.now
+                    try? self.stack.search(Self.searchTarget)
+                    try await Task.sleep(for: Self.researchInterval)
+                    await self.expire(notSeenSince: searchedAt)
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func handle(_ event: UPnPEvent) async {
+        switch event {
+        case .alive(let udn, let deviceType, let location, let maxAge):
+            let now = ContinuousClock.now
+            let expires = now + .seconds(max(maxAge, 30))
+            if var entry = entries[udn] {
+                entry.expires = max(entry.expires, expires)
+                entry.lastSeen = now
+                entries[udn] = entry
+                return
+            }
+            guard deviceType.contains(":device:MediaRenderer:") else { return }
+            entries[udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
+            do {
+                let renderer = try await Renderer.describe(location, stack: stack)
+                guard entries[udn] != nil else { return }
+                entries[udn]?.renderer = renderer
+                changed()
+            } catch {
+                entries[udn] = nil
+                FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
+            }
+        case .byebye(let udn):
+            if entries.removeValue(forKey: udn) != nil { changed() }
+        case .event, .subscriptionLost:
+            break
+        }
+    }
+
+    /// Drops expired entries, and those that missed the last search and no longer serve their description.
+    private func expire(notSeenSince searchedAt: ContinuousClock.Instant) async {
+        let now = ContinuousClock.now
+        var removed = false
+        for (udn, entry) in entries {
+            var gone = entry.expires < now
+            if !gone, entry.lastSeen < searchedAt, let location = entry.renderer?.description.location {
+                gone = (try? await stack.download(location)) == nil
+            }
+            if gone, entries.removeValue(forKey: udn) != nil { removed = true }
+        }
+        if removed { changed() }
+    }
+
+    private func changed() {
+        let devices = entries.values.compactMap { $0.renderer?.device }.sorted { $0.name < $1.name }
+        publish?(devices)
+    }
+}

@@ -1,0 +1,245 @@
+// UPnPStack: the one choke point for libupnp — start-up, the client callback, SOAP actions, downloads and
+// GENA subscriptions — turning its error codes into Swift errors a person can act on.
+
+import CUPnP
+import Foundation
+import RouteCore
+import Synchronization
+
+/// An error from libupnp or from a device's SOAP fault.
+public struct UPnPError: Error, CustomStringConvertible, Equatable {
+    /// libupnp's negative UPNP_E_* code, or the device's positive UPnP error code (701, 716, …).
+    public let code: Int32
+    /// What we were doing.
+    public let context: String
+
+    public var description: String {
+        "\(context): \(Self.explain(code))"
+    }
+
+    /// Whether the failure means the device could not be reached at all (vs. refused the command).
+    public var isUnreachable: Bool {
+        [UPNP_E_SOCKET_CONNECT, UPNP_E_SOCKET_ERROR, UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE,
+         UPNP_E_BAD_RESPONSE, UPNP_E_BAD_HTTPMSG].contains(code) || code == -208 /* UPNP_E_SOCKET_CONNECT in some builds */
+    }
+
+    /// A sentence for a UPnP AV error code or a libupnp code.
+    static func explain(_ code: Int32) -> String {
+        switch code {
+        case 401: return "the device does not know this action (401)"
+        case 402: return "the device rejected the arguments (402)"
+        case 501: return "the device failed to carry out the action (501)"
+        case 701: return "the device cannot do that in its current state (701: transition not available)"
+        case 702: return "there is nothing loaded to play (702: no contents)"
+        case 704: return "the device cannot play this format (704)"
+        case 705: return "the device's transport is locked (705)"
+        case 710: return "the device does not support this seek mode (710)"
+        case 711: return "the seek target is out of range (711)"
+        case 712: return "the device does not support this play mode (712)"
+        case 714: return "the device does not support this media type (714: illegal MIME type)"
+        case 715: return "the content is busy (715)"
+        case 716: return "the device could not fetch the media (716: resource not found); is the media server reachable from it?"
+        case 718: return "invalid instance id (718)"
+        case 0..<1000 where code > 0: return "the device answered with UPnP error \(code)"
+        case UPNP_E_SOCKET_CONNECT: return "the connection was refused or timed out; is the device still on?"
+        case UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE, UPNP_E_SOCKET_ERROR: return "the connection broke off"
+        case UPNP_E_BAD_RESPONSE, UPNP_E_BAD_HTTPMSG: return "the device's answer was not valid UPnP"
+        case -1: return "no answer within 5 s"
+        default: return String(cString: UpnpGetErrorMessage(code)) + " (\(code))"
+        }
+    }
+}
+
+/// Events from libupnp's client callback, already copied out of C memory.
+enum UPnPEvent: Sendable {
+    /// A search reply or an ssdp:alive: `udn` (uuid:…), description `location`, `maxAge` seconds.
+    case alive(udn: String, deviceType: String, location: String, maxAge: Int)
+    /// An ssdp:byebye.
+    case byebye(udn: String)
+    /// A GENA NOTIFY: the subscription id and the changed variables (name → value).
+    case event(sid: String, variables: [String: String])
+    /// A subscription libupnp could not renew, or that expired.
+    case subscriptionLost(sid: String)
+}
+
+/// libupnp, started once per process, with one client handle.
+///
+/// Threads: libupnp calls `callback` on its own thread pool; events are fanned out through
+/// `events` (a Broadcast, thread-safe). Blocking calls (`sendAction`, `download`, `subscribe`) run
+/// off the cooperative pool on their own threads.
+final class UPnPStack: Sendable {
+    /// The process-wide stack, started on first use.
+    static func shared() throws -> UPnPStack {
+        try startup.withLock { state in
+            if let stack = state.stack { return stack }
+            if let error = state.error { throw error }
+            do {
+                let stack = try UPnPStack()
+                state.stack = stack
+                return stack
+            } catch {
+                state.error = error
+                throw error
+            }
+        }
+    }
+    private static let startup = Mutex<(stack: UPnPStack?, error: (any Error)?)>((nil, nil))
+
+    let handle: UpnpClient_Handle
+    /// Every discovery and event callback, as Swift values.
+    var events: Broadcast<UPnPEvent> { Self.callbackEvents }
+    private static let callbackEvents = Broadcast<UPnPEvent>()
+    /// The local IPv4 address libupnp serves GENA callbacks on.
+    let localAddress: String
+
+    private init() throws {
+        let interface = ProcessInfo.processInfo.environment["ROUTE_UPNP_INTERFACE"]
+        var code = UpnpInit2(interface, 0)
+        // Right after an interface comes up, binding can fail briefly (IPv6 still settling): retry.
+        var tries = 0
+        while code == UPNP_E_SOCKET_BIND || code == UPNP_E_INIT_FAILED, tries < 10 {
+            UpnpFinish()
+            Thread.sleep(forTimeInterval: 0.2)
+            code = UpnpInit2(interface, 0)
+            tries += 1
+        }
+        guard code == UPNP_E_SUCCESS else {
+            throw UPnPError(code: code, context: "UPnP could not start" + (interface.map { " on interface \($0)" } ?? "")
+                + "; set ROUTE_UPNP_INTERFACE to the interface facing your renderers")
+        }
+        UpnpSetMaxContentLength(1 << 20)
+        localAddress = UpnpGetServerIpAddress().map { String(cString: $0) } ?? ""
+        if Self.tracing { Self.trace("started on \(localAddress):\(UpnpGetServerPort())") }
+        var handle: UpnpClient_Handle = -1
+        // No cookie: libupnp passes search results the cookie of UpnpSearchAsync, other events
+        // the one registered here, so the callback reaches the process-wide `callbackEvents`.
+        code = UpnpRegisterClient({ type, event, _ in
+            guard let event else { return 0 }
+            let translated = UPnPStack.translate(type, event)
+            if UPnPStack.tracing { UPnPStack.trace("callback \(type.rawValue): \(translated.map { "\($0)" } ?? "ignored")") }
+            if let translated { UPnPStack.callbackEvents.send(translated) }
+            return 0
+        }, nil, &handle)
+        guard code == UPNP_E_SUCCESS else {
+            UpnpFinish()
+            throw UPnPError(code: code, context: "UPnP could not register as a control point")
+        }
+        self.handle = handle
+    }
+
+    /// Whether `ROUTE_DEBUG` includes `upnp`: then SSDP, SOAP and GENA traffic is traced on stderr.
+    static let tracing = (ProcessInfo.processInfo.environment["ROUTE_DEBUG"] ?? "").split(separator: ",").contains("upnp")
+
+    static func trace(_ line: String) {
+        FileHandle.standardError.write(Data("route[upnp]: \(line)\n".utf8))
+    }
+
+    /// Copies one callback's data out of libupnp's memory (libupnp thread).
+    private static func translate(_ type: Upnp_EventType, _ event: UnsafeRawPointer) -> UPnPEvent? {
+        switch type {
+        case UPNP_DISCOVERY_SEARCH_RESULT, UPNP_DISCOVERY_ADVERTISEMENT_ALIVE:
+            let d = OpaquePointer(event)
+            guard UpnpDiscovery_get_ErrCode(d) == UPNP_E_SUCCESS else { return nil }
+            let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))
+            let udn = id.components(separatedBy: "::").first ?? id
+            return .alive(udn: udn, deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)),
+                          location: String(cString: UpnpDiscovery_get_Location_cstr(d)),
+                          maxAge: Int(UpnpDiscovery_get_Expires(d)))
+        case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
+            let d = OpaquePointer(event)
+            let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))
+            return .byebye(udn: id.components(separatedBy: "::").first ?? id)
+        case UPNP_EVENT_RECEIVED:
+            let e = OpaquePointer(event)
+            let sid = String(cString: UpnpEvent_get_SID_cstr(e))
+            var variables: [String: String] = [:]
+            if let doc = UpnpEvent_get_ChangedVariables(e), let text = ixmlPrintDocument(doc) {
+                defer { ixmlFreeDOMString(text) }
+                variables = PropertySet.parse(String(cString: text))
+            }
+            return .event(sid: sid, variables: variables)
+        case UPNP_EVENT_AUTORENEWAL_FAILED, UPNP_EVENT_SUBSCRIPTION_EXPIRED:
+            let s = OpaquePointer(event)
+            return .subscriptionLost(sid: String(cString: UpnpEventSubscribe_get_SID_cstr(s)))
+        default:
+            return nil
+        }
+    }
+
+    /// Sends an SSDP M-SEARCH for `target`; replies arrive as `.alive` events within `mx` seconds.
+    func search(_ target: String, mx: Int32 = 1) throws {
+        let code = UpnpSearchAsync(handle, mx, target, nil)
+        if Self.tracing { Self.trace("M-SEARCH \(target): \(code)") }
+        guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: "SSDP search failed") }
+    }
+
+    /// Calls a SOAP action and returns the response's arguments.
+    /// - Throws: `UPnPError` with the device's UPnP error code, or libupnp's when unreachable.
+    func sendAction(_ action: String, service: ServiceInfo, arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
+        let handle = self.handle
+        let pairs = arguments.map { ($0.key, $0.value) }
+        return try await Self.offThread {
+            var document: UnsafeMutablePointer<IXML_Document>?
+            // A nil argument name makes just the action element (for actions without arguments).
+            UpnpAddToAction(&document, action, service.serviceType, nil, nil)
+            for (name, value) in pairs {
+                UpnpAddToAction(&document, action, service.serviceType, name, value)
+            }
+            defer { if let document { ixmlDocument_free(document) } }
+            var response: UnsafeMutablePointer<IXML_Document>?
+            let code = UpnpSendAction(handle, service.controlURL, service.serviceType, nil, document, &response)
+            defer { if let response { ixmlDocument_free(response) } }
+            if UPnPStack.tracing { UPnPStack.trace("\(action)(\(pairs.filter { $0.0 != "CurrentURIMetaData" }.map { "\($0.0)=\($0.1)" }.joined(separator: ", "))): \(code)") }
+            guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: action) }
+            guard let response, let text = ixmlPrintDocument(response) else { return [:] }
+            defer { ixmlFreeDOMString(text) }
+            return SOAPResponse.arguments(String(cString: text))
+        }
+    }
+
+    /// Downloads a URL (a description or SCPD) as text.
+    func download(_ url: String) async throws -> String {
+        try await Self.offThread {
+            var buffer: UnsafeMutablePointer<CChar>?
+            var contentType = [CChar](repeating: 0, count: 256)
+            let code = UpnpDownloadUrlItem(url, &buffer, &contentType)
+            guard code == UPNP_E_SUCCESS, let buffer else { throw UPnPError(code: code, context: "fetching \(url)") }
+            defer { free(buffer) }
+            return String(cString: buffer)
+        }
+    }
+
+    /// Subscribes to a service's events; returns the SID. libupnp renews the subscription itself
+    /// before it expires (and reports `.subscriptionLost` when it cannot).
+    func subscribe(_ eventURL: String, seconds: Int32 = 300) async throws -> String {
+        let handle = self.handle
+        return try await Self.offThread {
+            var timeout = seconds
+            var sid = [CChar](repeating: 0, count: 44)
+            let code = sid.withUnsafeMutableBufferPointer { buffer in
+                UpnpSubscribe(handle, eventURL, &timeout, buffer.baseAddress!)
+            }
+            guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: "subscribing to \(eventURL)") }
+            return String(cString: sid)
+        }
+    }
+
+    /// Cancels a subscription (best effort: the device may already be gone).
+    func unsubscribe(_ sid: String) async {
+        let handle = self.handle
+        _ = try? await Self.offThread {
+            var buffer = [CChar](repeating: 0, count: 44)
+            for (index, byte) in sid.utf8.prefix(43).enumerated() { buffer[index] = CChar(bitPattern: byte) }
+            return UpnpUnSubscribe(handle, buffer)
+        }
+    }
+
+    /// Runs a blocking libupnp call on a thread of its own, so the cooperative pool never blocks.
+    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result { try body() }) }
+            thread.name = "route-upnp-call"
+            thread.start()
+        }
+    }
+}

@@ -1,0 +1,248 @@
+// Support: runs the built `route` executable as a subprocess in a per-test sandbox (temp dir, private
+// runtime dir, real-time fakesinks), makes sample WAVs with gst-launch-1.0, and checks that a test
+// leaves no `route` process behind.
+
+import Foundation
+import Synchronization
+import Testing
+
+/// Where the package and its built `route` are, from this file's path.
+enum RouteBinary {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let path = packageRoot.appendingPathComponent(".build/debug/route").path
+}
+
+/// What one finished run of `route` did.
+struct RouteResult: CustomStringConvertible {
+    /// The exit code; 128 + the signal number when `signaled`, as a shell reports it (-1: it would not die).
+    let status: Int32
+    /// Whether a signal ended it (a crash, or our kill) rather than exit().
+    var signaled = false
+    let stdout: String
+    let stderr: String
+    let elapsed: Duration
+
+    var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+
+    var description: String {
+        "\(signaled ? "killed by signal \(status - 128)" : "exit \(status)") after \(elapsed)\nstdout: \(stdout)\nstderr: \(stderr)"
+    }
+}
+
+/// A `route` started in the background.
+final class RouteProcess: @unchecked Sendable {
+    // Safety: every property is a constant; Process's isRunning, pid and terminationStatus are thread-safe.
+    let process: Process
+    let stdoutPath: String
+    let stderrPath: String
+    let started: ContinuousClock.Instant
+
+    init(process: Process, stdoutPath: String, stderrPath: String) {
+        self.process = process
+        self.stdoutPath = stdoutPath
+        self.stderrPath = stderrPath
+        started = .now
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until the process exits, at most `seconds`; kills it (and records an issue) when it does not.
+    func finish(within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation) async -> RouteResult {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while process.isRunning, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if process.isRunning {
+            Issue.record("`route \(process.arguments?.joined(separator: " ") ?? "")` still ran after \(seconds) s; killed it",
+                         sourceLocation: sourceLocation)
+            kill(pid, SIGKILL)
+            let killed = ContinuousClock.now
+            while process.isRunning, ContinuousClock.now - killed < .seconds(5) {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        // No waitUntilExit: swift-corelibs-foundation's can hang in its run loop on a pool thread.
+        // terminationStatus traps while the process runs; -1 stands for "would not die".
+        let running = process.isRunning
+        let signaled = !running && process.terminationReason == .uncaughtSignal
+        let status = running ? -1 : signaled ? 128 + process.terminationStatus : process.terminationStatus
+        return RouteResult(status: status, signaled: signaled, stdout: stdout, stderr: stderr, elapsed: .now - started)
+    }
+}
+
+/// A private directory per test, the environment `route` runs with there, and the processes it started.
+final class Sandbox: Sendable {
+    let root: String
+    /// ROUTE_RUNTIME_DIR for every `route` run here: where casts put their control sockets.
+    let runtimeDir: String
+    private let launched = Mutex<[RouteProcess]>([])
+    private let counter = Mutex(0)
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("route-cli-tests-\(UUID().uuidString)").path
+        runtimeDir = root + "/runtime"
+        // 0755 so `nobody` can reach files in it (see the unreadable-file test).
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+    }
+
+    /// The environment: the test process's, without any ROUTE_ setting, plus real-time fakesinks (so
+    /// nothing is heard and playback takes real time) and the private runtime directory.
+    func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ROUTE_") }
+        environment["ROUTE_AUDIO_SINK"] = "fakesink sync=true"
+        environment["ROUTE_VIDEO_SINK"] = "fakesink sync=true"
+        environment["ROUTE_RUNTIME_DIR"] = runtimeDir
+        // Only "This computer" unless a test asks for more: nothing may discover on the host's network.
+        environment["ROUTE_PROVIDERS"] = "local"
+        environment.merge(extra) { $1 }
+        return environment
+    }
+
+    /// Starts `route ARGS` with stdin from /dev/null (not a terminal); `prefix` runs it through
+    /// another program (`setpriv …`).
+    func start(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = []) throws -> RouteProcess {
+        let n = counter.withLock { $0 += 1; return $0 }
+        let stdoutPath = root + "/stdout-\(n).txt", stderrPath = root + "/stderr-\(n).txt"
+        try Data().write(to: URL(fileURLWithPath: stdoutPath))
+        try Data().write(to: URL(fileURLWithPath: stderrPath))
+        let process = Process()
+        if prefix.isEmpty {
+            process.executableURL = URL(fileURLWithPath: RouteBinary.path)
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: prefix[0])
+            process.arguments = Array(prefix.dropFirst()) + [RouteBinary.path] + arguments
+        }
+        process.environment = environment(extra)
+        process.currentDirectoryURL = URL(fileURLWithPath: root)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+        let running = RouteProcess(process: process, stdoutPath: stdoutPath, stderrPath: stderrPath)
+        launched.withLock { $0.append(running) }
+        return running
+    }
+
+    /// Runs `route ARGS` to its end (at most `timeout` seconds).
+    func run(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = [],
+             timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) async throws -> RouteResult {
+        try await start(arguments, environment: extra, prefix: prefix).finish(within: timeout, sourceLocation: sourceLocation)
+    }
+
+    /// Runs `route ARGS` again and again until `condition` holds for its result, at most `seconds`.
+    @discardableResult
+    func poll(_ arguments: [String], within seconds: Double = 10, _ what: String,
+              sourceLocation: SourceLocation = #_sourceLocation,
+              until condition: (RouteResult) -> Bool) async throws -> RouteResult {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var last: RouteResult
+        repeat {
+            last = try await run(arguments, timeout: 10, sourceLocation: sourceLocation)
+            if condition(last) { return last }
+            try await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < deadline
+        Issue.record("`route \(arguments.joined(separator: " "))` never showed \(what) within \(seconds) s; last: \(last)",
+                     sourceLocation: sourceLocation)
+        throw PollTimeout()
+    }
+
+    /// Ends the test: every `route` it started must have exited (stragglers are killed and reported),
+    /// no other `route` process may be working in the sandbox, and the sandbox is removed.
+    func cleanUp(sourceLocation: SourceLocation = #_sourceLocation) {
+        for process in launched.withLock({ $0 }) where process.isRunning {
+            Issue.record("`route` (pid \(process.pid)) was left running; killing it", sourceLocation: sourceLocation)
+            kill(process.pid, SIGKILL)
+            waitForExit(process.process, seconds: 5)
+        }
+        let strays = routeProcesses(mentioning: root)
+        for pid in strays {
+            Issue.record("a `route` process (pid \(pid)) still works in \(root); killing it", sourceLocation: sourceLocation)
+            kill(pid, SIGKILL)
+        }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Writes a WAV of `seconds` (a multiple of 0.02) of stereo 44.1 kHz tone into the sandbox.
+    func wav(_ name: String, seconds: Double) async throws -> String {
+        let path = root + "/" + name
+        try await offThePool { try gstLaunch("audiotestsrc num-buffers=\(Int((seconds * 50).rounded())) samplesperbuffer=882 "
+            + "! audio/x-raw,rate=44100,channels=2 ! audioconvert ! wavenc ! filesink location=\(q(path))") }
+        return path
+    }
+
+    /// Writes a file with these contents into the sandbox.
+    func file(_ name: String, _ contents: String) throws -> String {
+        let path = root + "/" + name
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The control socket a cast to "This computer" listens on.
+    var localSocket: String { runtimeDir + "/local.sock" }
+}
+
+struct PollTimeout: Error {}
+
+/// Runs `body` in a fresh sandbox and cleans it up afterwards, also when `body` throws.
+func inSandbox(sourceLocation: SourceLocation = #_sourceLocation, _ body: (Sandbox) async throws -> Void) async throws {
+    let sandbox = try Sandbox()
+    defer { sandbox.cleanUp(sourceLocation: sourceLocation) }
+    try await body(sandbox)
+}
+
+/// Pids of live processes running the `route` binary whose command line or environment mentions `text`.
+func routeProcesses(mentioning text: String) -> [Int32] {
+    let binary = URL(fileURLWithPath: RouteBinary.path).resolvingSymlinksInPath().path
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap(Int32.init).filter { pid in
+        guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"),
+              exe == binary || exe == RouteBinary.path else { return false }
+        let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+        return String(decoding: cmdline + environ, as: UTF8.self).contains(text)
+    }
+}
+
+/// Runs blocking work (gst-launch-1.0) on a thread of its own: blocking one of the cooperative pool's
+/// few threads would stall every other test's polling, and with it their timings.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// Blocks until `process` has exited, at most `seconds` (polls; Foundation's waitUntilExit can hang).
+func waitForExit(_ process: Process, seconds: Double) {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while process.isRunning, Date() < deadline { usleep(10_000) }
+}
+
+/// Quotes a path for the shell.
+func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+struct ToolFailed: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `gst-launch-1.0 -q PIPELINE` through the shell; throws with its stderr when it fails.
+func gstLaunch(_ pipeline: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "exec gst-launch-1.0 -q " + pipeline]
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let output = errors.fileHandleForReading.readDataToEndOfFile()
+    waitForExit(process, seconds: 60)
+    guard !process.isRunning, process.terminationStatus == 0 else {
+        throw ToolFailed(description: "gst-launch-1.0 \(pipeline) failed: \(String(decoding: output, as: UTF8.self))")
+    }
+}

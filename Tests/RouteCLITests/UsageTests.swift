@@ -1,0 +1,175 @@
+// UsageTests: the `route` executable's help, usage errors (exit 2), `probe` and `devices`, run as a subprocess.
+
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct UsageTests {
+    static let commands = ["devices", "cast", "probe", "play", "pause", "stop", "status", "seek", "volume"]
+
+    @Test func binaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: RouteBinary.path),
+                "\(RouteBinary.path) is missing; run `swift build --build-tests` first")
+    }
+
+    @Test func topLevelHelpListsCommandsAndExitCodes() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["--help"])
+            #expect(result.status == 0, "\(result)")
+            for command in Self.commands {
+                #expect(result.stdout.contains("\n  \(command) "), "help does not list \(command)")
+            }
+            #expect(result.stdout.contains("Exit codes:"))
+            for code in ["0", "1", "2", "3", "4", "5", "130"] {
+                #expect(result.stdout.contains("\n  \(code) "), "help does not document exit code \(code)")
+            }
+            #expect(result.stdout.contains("ROUTE_AUDIO_SINK"))
+            #expect(result.stderr.isEmpty)
+        }
+    }
+
+    @Test func noArgumentsPrintsHelpAndIsAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run([])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stdout.contains("Usage: route COMMAND"))
+        }
+    }
+
+    @Test func castHelpShowsUsageOptionsAndExamples() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["cast", "--help"])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("Usage: route cast FILE..."))
+            #expect(result.stdout.contains("--to DEVICE"))
+            #expect(result.stdout.contains("Examples:"))
+            #expect(result.stdout.contains("route cast song.flac"))
+            #expect(result.stdout.contains("route cast movie.mkv --to \"Living Room\""))
+        }
+    }
+
+    @Test(arguments: commands)
+    func everyCommandHasHelp(command: String) async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run([command, "--help"])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("Usage: route \(command)"))
+            #expect(result.stdout.contains("Examples:"))
+            #expect(result.stdout.contains("--help"))
+        }
+    }
+
+    @Test func unknownCommandIsAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["frobnicate"])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("frobnicate"))
+            #expect(result.stderr.contains("cast"), "the error should list the commands")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
+    @Test func unknownOptionIsOneLineNamingIt() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["cast", "song.wav", "--bogus"])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("--bogus"))
+            #expect(result.stderr.contains("route cast --help"))
+        }
+    }
+
+    @Test func castWithoutAFileIsAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["cast", "--to", "this"])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("FILE"))
+        }
+    }
+
+    @Test func optionWithoutItsValueIsAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["cast", "song.wav", "--to"])
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("--to"))
+        }
+    }
+
+    @Test(arguments: [["seek", "abc", "--to", "this"], ["seek", "1:75"], ["volume", "150"], ["volume", "loud"],
+                      ["probe", "a.wav", "b.wav"], ["devices", "--providers", "carrier-pigeon"], ["devices", "--json=yes"]])
+    func badArgumentsAreUsageErrors(arguments: [String]) async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(arguments)
+            #expect(result.status == 2, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+        }
+    }
+
+    @Test func probePrintsWhatTheFileContains() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("tone.wav", seconds: 2)
+            let result = try await sandbox.run(["probe", wav])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.contains("file:      \(wav)"))
+            #expect(result.stdout.contains("(served as audio/wav)"))
+            #expect(result.stdout.contains("duration:  0:02 (2.000 s)"))
+            #expect(result.stdout.contains("stream 0:  audio"))
+            #expect(result.stdout.contains("2 ch, 44100 Hz"))
+        }
+    }
+
+    @Test func probeJSON() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("tone.wav", seconds: 2)
+            let result = try await sandbox.run(["probe", "--json", wav])
+            #expect(result.status == 0, "\(result)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let duration = try #require(object["duration"] as? Double)
+            #expect(abs(duration - 2) < 0.05)
+            #expect(object["mimeType"] as? String == "audio/wav")
+            #expect(object["path"] as? String == wav)
+            let streams = try #require(object["streams"] as? [[String: Any]])
+            #expect(streams.count == 1)
+            #expect(streams.first?["kind"] as? String == "audio")
+            #expect(streams.first?["channels"] as? Int == 2)
+            #expect(streams.first?["sampleRate"] as? Int == 44100)
+        }
+    }
+
+    @Test func probeOfAMissingFileIsBadInput() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["probe", sandbox.root + "/nothing.wav"])
+            #expect(result.status == 3, "\(result)")
+            #expect(result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("nothing.wav"))
+        }
+    }
+
+    @Test func devicesListsThisComputerQuickly() async throws {
+        try await inSandbox { sandbox in
+            // With only the local provider there is nothing to wait for: --timeout must not be waited out.
+            let result = try await sandbox.run(["devices", "--providers", "local", "--timeout", "30"], timeout: 40)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdoutLines.count == 1, "\(result)")
+            #expect(result.stdout.hasPrefix("This computer"))
+            #expect(result.stdout.contains("computer"))
+            #expect(result.stdout.contains("local"))
+            #expect(result.elapsed < .seconds(10), "only the local provider ran, yet it took \(result.elapsed)")
+        }
+    }
+
+    @Test func devicesJSONIsAnArrayWithThisComputer() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["devices", "--providers", "local", "--json", "--timeout", "30"], timeout: 40)
+            #expect(result.status == 0, "\(result)")
+            let array = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+            #expect(array.count == 1)
+            #expect(array.first?["name"] as? String == "This computer")
+            #expect(array.first?["id"] as? String == "local")
+            #expect(array.first?["protocolName"] as? String == "local")
+            #expect(result.elapsed < .seconds(10), "took \(result.elapsed) though --timeout should not apply")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+// DeviceMatcherTests: how `--to NAME` picks one device, and the errors (with candidates) when it cannot.
+
+import RouteCore
+import Testing
+
+/// A device with just the fields matching looks at.
+func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Set<String> = []) -> MediaDevice {
+    MediaDevice(id: id, name: name, kind: .other, protocolName: protocolName, capabilities: .all,
+                volumeControl: .absolute, accepts: .anything, deduplicationIDs: dedup)
+}
+
+@Suite struct DeviceMatcherTests {
+    let devices = [
+        device("This computer", id: "local", protocolName: "local"),
+        device("Living Room", id: "uuid:living", dedup: ["10.0.0.5"]),
+        device("Kitchen TV", id: "uuid:kitchen-tv"),
+        device("Kitchen Speaker", id: "cast-kitchen-speaker", protocolName: "cast"),
+    ]
+
+    @Test(arguments: ["Living Room", "living room", "LIVING ROOM", "lIvInG rOoM"])
+    func exactNameInAnyCase(query: String) throws {
+        #expect(try DeviceMatcher.pick(query, in: devices).id == "uuid:living")
+    }
+
+    @Test func byIDAndByDeduplicationID() throws {
+        #expect(try DeviceMatcher.pick("cast-kitchen-speaker", in: devices).name == "Kitchen Speaker")
+        #expect(try DeviceMatcher.pick("10.0.0.5", in: devices).name == "Living Room")
+    }
+
+    @Test func uniquePrefix() throws {
+        #expect(try DeviceMatcher.pick("this", in: devices).name == "This computer")
+        #expect(try DeviceMatcher.pick("Liv", in: devices).name == "Living Room")
+        #expect(try DeviceMatcher.pick("kitchen s", in: devices).name == "Kitchen Speaker")
+    }
+
+    @Test func exactNameBeatsALongerNameItPrefixes() throws {
+        let list = devices + [device("Living Room Speaker", id: "uuid:lrs")]
+        #expect(try DeviceMatcher.pick("living room", in: list).id == "uuid:living")
+        #expect(try DeviceMatcher.pick("living room s", in: list).id == "uuid:lrs")
+    }
+
+    @Test func ambiguousPrefixListsEveryMatch() {
+        #expect(throws: RouteError.ambiguousDevice(query: "kit", matches: ["Kitchen TV", "Kitchen Speaker"])) {
+            try DeviceMatcher.pick("kit", in: devices)
+        }
+    }
+
+    @Test(arguments: [("Livng Room", "Living Room"), ("kitchen tb", "Kitchen TV"), ("This compuetr", "This computer")])
+    func closeSpelling(query: String, expected: String) throws {
+        #expect(try DeviceMatcher.pick(query, in: devices).name == expected)
+        #expect(DeviceMatcher.candidates(for: query, in: devices)?.0 == .close)
+    }
+
+    @Test func unknownNameListsTheCandidates() {
+        #expect(throws: RouteError.unknownDevice(query: "Garage", candidates: devices.map(\.name))) {
+            try DeviceMatcher.pick("Garage", in: devices)
+        }
+    }
+
+    @Test func emptyQueryOrNoDevicesIsUnknown() {
+        #expect(throws: RouteError.unknownDevice(query: "", candidates: devices.map(\.name))) {
+            try DeviceMatcher.pick("", in: devices)
+        }
+        #expect(throws: RouteError.unknownDevice(query: "tv", candidates: [])) {
+            try DeviceMatcher.pick("tv", in: [])
+        }
+    }
+
+    @Test func unknownDeviceDescriptionNamesCandidatesAndRouteDevices() {
+        let text = RouteError.unknownDevice(query: "Garage", candidates: ["This computer", "Living Room"]).description
+        #expect(text.contains("\"Garage\""))
+        #expect(text.contains("\"This computer\""))
+        #expect(text.contains("\"Living Room\""))
+        #expect(text.contains("route devices"))
+        #expect(!text.contains("\n"))
+        let none = RouteError.unknownDevice(query: "Garage", candidates: []).description
+        #expect(none.contains("none were found"))
+        #expect(none.contains("route devices"))
+    }
+
+    @Test func ambiguousDescriptionNamesEveryMatch() {
+        let text = RouteError.ambiguousDevice(query: "kit", matches: ["Kitchen TV", "Kitchen Speaker"]).description
+        #expect(text.contains("\"kit\""))
+        #expect(text.contains("\"Kitchen TV\""))
+        #expect(text.contains("\"Kitchen Speaker\""))
+        #expect(!text.contains("\n"))
+    }
+}

@@ -1,0 +1,151 @@
+// CastSessionTests: a queue of real files played by CastSession on the local player — order, skipping,
+// stopping, and a failing item.
+
+import Foundation
+import RouteCore
+import RouteMedia
+import Testing
+
+/// Makes the item for a probed file, as `route cast` does for local output.
+let localPreparer: CastSession.Preparer = { info in
+    MediaItem(url: fileURL(info.path), mimeType: info.mimeType, title: info.displayTitle, duration: info.duration,
+              size: info.size, kind: info.kind)
+}
+
+/// Runs a session over `paths` on a fresh local player; `body` gets the session, its status recorder
+/// and the task running it. The player is closed afterwards.
+func withCastSession(
+    _ paths: [String], prepare: @escaping CastSession.Preparer = localPreparer,
+    _ body: (CastSession, Recorder<CastStatus>, Task<Result<Void, any Error>, Never>) async throws -> Void
+) async throws {
+    TestEnvironment.configure()
+    var files: [MediaInfo] = []
+    for path in paths { files.append(try await probe(path)) }
+    let player = try await LocalProvider().controller(for: LocalProvider.device)
+    let session = CastSession(controller: player, files: files, prepare: prepare)
+    let status = Recorder(session.statusUpdates())
+    let run = Task { () -> Result<Void, any Error> in
+        do { try await session.run(); return .success(()) } catch { return .failure(error) }
+    }
+    do {
+        try await body(session, status, run)
+    } catch {
+        try? await session.stop()
+        _ = await finishes(run, within: 5)
+        await player.close()
+        throw error
+    }
+    await player.close()
+}
+
+@Suite(.timeLimit(.minutes(1))) struct CastSessionTests {
+    @Test func playsTwoFilesInOrder() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.wav, samples.ogg]) { session, status, run in
+            let start = ContinuousClock.now
+            #expect(await finishes(run, within: 20), "the queue did not finish")
+            guard case .success = await run.value else {
+                Issue.record("run() threw: \(await run.value)")
+                return
+            }
+            try await status.waitForEnd(within: 5)
+            let seen = status.values
+            let indexes = seen.map(\.index)
+            #expect(indexes.first == 0)
+            #expect(indexes == indexes.sorted(), "indexes went backwards: \(indexes)")
+            #expect(Set(indexes) == [0, 1])
+            #expect(seen.allSatisfy { $0.count == 2 })
+            #expect(seen.contains { $0.index == 0 && $0.playback.state == .ended })
+            #expect(seen.contains { $0.index == 1 && $0.playback.state == .playing })
+            #expect(seen.last?.index == 1)
+            #expect(seen.last?.playback.state == .ended)
+            #expect(seen.first { $0.index == 0 }?.title == "tone")
+            #expect(seen.first { $0.index == 1 }?.title == "tone")
+            #expect(seen.allSatisfy { $0.device == LocalProvider.device })
+            #expect(ContinuousClock.now - start >= .milliseconds(3600), "two 2 s files took \(ContinuousClock.now - start)")
+            #expect(await session.playback.state == .ended)
+        }
+    }
+
+    @Test func nextSkipsToTheFollowingFile() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.longWAV, samples.wav]) { session, status, run in
+            try await status.wait(for: 10, "first file playing") { $0.index == 0 && $0.playback.state == .playing }
+            let skipped = ContinuousClock.now
+            try await session.next()
+            try await status.wait(for: 10, "second file playing") { $0.index == 1 && $0.playback.state == .playing }
+            #expect(await finishes(run, within: 15), "the queue did not finish after the skip")
+            // Without the skip, the rest of the 6 s file would play first.
+            #expect(ContinuousClock.now - skipped < .seconds(4.5), "the queue ended \(ContinuousClock.now - skipped) after next()")
+            let seen = status.values
+            #expect(!seen.contains { $0.index == 0 && $0.playback.state == .ended }, "the skipped file played to its end")
+            #expect(seen.last?.index == 1)
+            #expect(seen.last?.playback.state == .ended)
+            if case .failure(let error) = await run.value { Issue.record("run() threw: \(error)") }
+        }
+    }
+
+    @Test func nextOnTheLastFileEndsTheSession() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.longWAV]) { session, status, run in
+            try await status.wait(for: 10, "playing") { $0.playback.state == .playing }
+            try await session.next()
+            #expect(await finishes(run, within: 3), "run() did not return after skipping the only file")
+            try await status.waitForEnd(within: 5)
+        }
+    }
+
+    @Test func stopEndsTheQueue() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.longWAV, samples.wav]) { session, status, run in
+            try await status.wait(for: 10, "playing") { $0.playback.state == .playing }
+            try await session.stop()
+            #expect(await finishes(run, within: 3), "run() did not return promptly after stop()")
+            if case .failure(let error) = await run.value { Issue.record("run() threw: \(error)") }
+            try await status.waitForEnd(within: 5)
+            #expect(!status.values.contains { $0.index == 1 }, "the second file started after stop()")
+            // The device ends stopped; the session's last report should say so.
+            #expect(status.values.last?.playback.state == .stopped,
+                    "reports: \(status.values.map { "\($0.index):\($0.playback.state)" })")
+        }
+    }
+
+    @Test func pauseSeekAndVolumeReachThePlayer() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.longWAV]) { session, status, run in
+            try await status.wait(for: 10, "playing") { $0.playback.state == .playing }
+            try await session.togglePause()
+            try await status.wait(for: 5, "paused") { $0.playback.state == .paused }
+            try await session.seek(.absolute(4))
+            try await session.setVolume(1.5)
+            try await status.wait(for: 5, "volume clamped to 1") { $0.playback.volume == 1 }
+            try await session.changeVolume(by: -0.25)
+            try await status.wait(for: 5, "volume 0.75") { abs(($0.playback.volume ?? -1) - 0.75) < 1e-9 }
+            let resumeMark = status.values.count
+            try await session.togglePause()
+            let resumed = try await status.wait(for: 5, from: resumeMark, "playing again") { $0.playback.state == .playing }
+            #expect(resumed.value.playback.position >= 3.9, "resumed at \(resumed.value.playback.position) after seeking to 4")
+            #expect(await finishes(run, within: 10))
+        }
+    }
+
+    @Test func aFailingItemMakesRunThrow() async throws {
+        let samples = try await Samples.get()
+        let missing: CastSession.Preparer = { info in
+            MediaItem(url: fileURL(samples.root + "/vanished.wav"), mimeType: info.mimeType, title: "vanished")
+        }
+        try await withCastSession([samples.wav, samples.ogg], prepare: missing) { _, status, run in
+            #expect(await finishes(run, within: 10), "run() did not end after the item failed")
+            guard case .failure(let error) = await run.value else {
+                Issue.record("run() succeeded although the file was gone")
+                return
+            }
+            guard let routeError = error as? RouteError, case .commandFailed = routeError else {
+                Issue.record("run() threw \(error), not RouteError.commandFailed")
+                return
+            }
+            try await status.waitForEnd(within: 5)
+            #expect(!status.values.contains { $0.index == 1 }, "the queue went on after a failed item")
+        }
+    }
+}

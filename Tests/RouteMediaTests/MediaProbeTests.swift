@@ -1,0 +1,148 @@
+// MediaProbeTests: MediaProbe.probe on real files made with GStreamer — duration, container, MIME type,
+// streams, tags, kind — and the MediaError each kind of bad input gets.
+
+import Foundation
+import RouteCore
+import RouteMedia
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct MediaProbeTests {
+    @Test func wav() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.wav)
+        #expect(try abs(#require(info.duration) - 2.0) < 0.05)
+        #expect(info.container == "audio/x-wav")
+        #expect(info.mimeType == "audio/wav")
+        #expect(info.kind == .audio)
+        #expect(info.seekable)
+        #expect(info.path == samples.wav)
+        #expect(info.size == (try FileManager.default.attributesOfItem(atPath: samples.wav)[.size] as? UInt64))
+        let stream = try #require(info.streams.first)
+        #expect(info.streams.count == 1)
+        #expect(stream.kind == .audio)
+        #expect(stream.channels == 2)
+        #expect(stream.sampleRate == 44100)
+        #expect(info.title == nil)
+        #expect(info.displayTitle == "tone")
+    }
+
+    @Test func taggedMP3() async throws {
+        let info = try await probe(try await Samples.get().taggedMP3)
+        // LAME adds encoder delay and pads the last frame (1152 samples), so allow ~0.15 s over 2 s.
+        let duration = try #require(info.duration)
+        #expect(duration >= 1.95 && duration < 2.15, "duration \(duration)")
+        #expect(info.title == "Lab Song")
+        #expect(info.artist == "Lab Artist")
+        #expect(info.album == "Lab Album")
+        #expect(info.displayTitle == "Lab Song")
+        #expect(info.kind == .audio)
+        #expect(info.streams.map(\.codec) == ["audio/mpeg"])
+        #expect(info.streams.first?.channels == 2)
+        #expect(info.streams.first?.sampleRate == 44100)
+        // An ID3 tag in front of MP3 audio is still an MP3 file: served as audio/mpeg.
+        #expect(info.mimeType == "audio/mpeg", "container \(info.container) served as \(info.mimeType)")
+    }
+
+    @Test func bareMP3() async throws {
+        let info = try await probe(try await Samples.get().bareMP3)
+        let duration = try #require(info.duration)
+        #expect(duration >= 1.95 && duration < 2.15, "duration \(duration)")
+        #expect(info.container == "audio/mpeg")
+        #expect(info.mimeType == "audio/mpeg")
+        #expect(info.title == nil && info.artist == nil && info.album == nil)
+        #expect(info.displayTitle == "bare")
+    }
+
+    @Test func oggVorbis() async throws {
+        let info = try await probe(try await Samples.get().ogg)
+        #expect(try abs(#require(info.duration) - 2.0) < 0.05)
+        #expect(info.container == "audio/ogg" || info.container == "application/ogg")
+        #expect(info.mimeType == "audio/ogg")
+        #expect(info.kind == .audio)
+        #expect(info.streams.map(\.codec) == ["audio/x-vorbis"])
+        #expect(info.streams.first?.channels == 2)
+        #expect(info.streams.first?.sampleRate == 44100)
+    }
+
+    @Test func m4aIsAudioMP4() async throws {
+        let info = try await probe(try await Samples.get().m4a)
+        // AAC adds 1024 samples of priming.
+        #expect(try abs(#require(info.duration) - 2.0) < 0.06)
+        #expect(info.kind == .audio)
+        #expect(info.mimeType == "audio/mp4")
+        #expect(info.streams.map(\.kind) == [.audio])
+    }
+
+    @Test func mp4Video() async throws {
+        let info = try await probe(try await Samples.get().mp4)
+        #expect(try abs(#require(info.duration) - 1.0) < 0.05)
+        #expect(info.container == "video/quicktime")
+        #expect(info.mimeType == "video/mp4")
+        #expect(info.kind == .video)
+        let video = try #require(info.streams.first { $0.kind == .video })
+        #expect(video.codec == "video/x-h264")
+        #expect(video.width == 320)
+        #expect(video.height == 240)
+        let audio = try #require(info.streams.first { $0.kind == .audio })
+        #expect(audio.channels == 2)
+        #expect(audio.sampleRate == 48000)
+        #expect(info.streams.count == 2)
+    }
+
+    @Test func pngImage() async throws {
+        let info = try await probe(try await Samples.get().png)
+        #expect(info.kind == .image)
+        #expect(info.mimeType == "image/png")
+        let picture = try #require(info.streams.first)
+        #expect(picture.kind == .image)
+        #expect(picture.width == 64)
+        #expect(picture.height == 48)
+    }
+
+    @Test func missingFile() async throws {
+        let path = try await Samples.get().root + "/no such file.wav"
+        await #expect(throws: MediaError.missingFile(path)) { try await probe(path) }
+    }
+
+    @Test func directory() async throws {
+        let path = try await Samples.get().directory
+        await #expect(throws: MediaError.directory(path)) { try await probe(path) }
+    }
+
+    @Test func emptyFile() async throws {
+        let path = try await Samples.get().empty
+        await #expect(throws: MediaError.emptyFile(path)) { try await probe(path) }
+    }
+
+    @Test func textFileNamedMP3IsNotMedia() async throws {
+        let path = try await Samples.get().textMP3
+        let error = try await #require(throws: MediaError.self) { try await probe(path) }
+        guard case .notMedia(let named, let reason) = error else {
+            Issue.record("expected notMedia, got \(error)")
+            return
+        }
+        #expect(named == path)
+        #expect(!reason.isEmpty)
+        #expect(error.description.contains(path))
+    }
+
+    // Root reads any file whatever its mode, so this can only be seen as another user; when the tests
+    // run as root, RouteCLITests checks it by running `route cast` as nobody.
+    @Test(.enabled(if: getuid() != 0, "root can read a mode-000 file; covered in RouteCLITests as nobody"))
+    func unreadableFile() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/unreadable.wav"
+        try FileManager.default.copyItem(atPath: samples.wav, toPath: path)
+        chmod(path, 0)
+        defer { unlink(path) }
+        await #expect(throws: MediaError.unreadable(path)) { try await probe(path) }
+    }
+
+    @Test func errorDescriptionsNameTheFile() {
+        for error in [MediaError.missingFile("/x/a.wav"), .directory("/x/a.wav"), .unreadable("/x/a.wav"),
+                      .emptyFile("/x/a.wav"), .notMedia("/x/a.wav", reason: "why")] {
+            #expect(error.description.contains("/x/a.wav"), "\(error)")
+            #expect(!error.description.contains("\n"))
+        }
+    }
+}
