@@ -38,9 +38,10 @@ let package = Package(
         ),
         .target(name: "UPnPProvider", dependencies: ["RouteCore", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider"], swiftSettings: swift6),
-        .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore"], swiftSettings: swift6),
-        .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia"], swiftSettings: swift6),
-        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore"], swiftSettings: swift6),
-        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteMedia"], swiftSettings: swift6),
+        .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
+        .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
+        .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport"], swiftSettings: swift6),
+        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore"], swiftSettings: swift6),
     ]
 )

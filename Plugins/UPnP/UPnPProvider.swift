@@ -108,6 +108,10 @@ actor RendererDiscovery {
 
     private let stack: UPnPStack
     private var entries: [String: Entry] = [:]
+    /// When each device last said byebye: a search reply can arrive late (after the random MX
+    /// delay) from a device that is shutting down, and must not bring it back.
+    private var farewells: [String: ContinuousClock.Instant] = [:]
+    static let farewellQuarantine: Duration = .seconds(3)
     private var publish: (@Sendable ([MediaDevice]) -> Void)?
 
     init(stack: UPnPStack) {
@@ -138,8 +142,9 @@ actor RendererDiscovery {
 
     private func handle(_ event: UPnPEvent) async {
         switch event {
-        case .alive(let udn, let deviceType, let location, let maxAge):
+        case .alive(let udn, let deviceType, let location, let maxAge, let announced):
             let now = ContinuousClock.now
+            if !announced, let farewell = farewells[udn], now - farewell < Self.farewellQuarantine { return }
             let expires = now + .seconds(max(maxAge, 30))
             if var entry = entries[udn] {
                 entry.expires = max(entry.expires, expires)
@@ -159,6 +164,7 @@ actor RendererDiscovery {
                 FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
             }
         case .byebye(let udn):
+            farewells[udn] = .now
             if entries.removeValue(forKey: udn) != nil { changed() }
         case .event, .subscriptionLost:
             break

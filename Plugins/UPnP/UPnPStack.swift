@@ -52,8 +52,9 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
 
 /// Events from libupnp's client callback, already copied out of C memory.
 enum UPnPEvent: Sendable {
-    /// A search reply or an ssdp:alive: `udn` (uuid:…), description `location`, `maxAge` seconds.
-    case alive(udn: String, deviceType: String, location: String, maxAge: Int)
+    /// A search reply (`announced` false) or an ssdp:alive (true): `udn` (uuid:…), description
+    /// `location`, `maxAge` seconds.
+    case alive(udn: String, deviceType: String, location: String, maxAge: Int, announced: Bool)
     /// An ssdp:byebye.
     case byebye(udn: String)
     /// A GENA NOTIFY: the subscription id and the changed variables (name → value).
@@ -144,7 +145,7 @@ final class UPnPStack: Sendable {
             let udn = id.components(separatedBy: "::").first ?? id
             return .alive(udn: udn, deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)),
                           location: String(cString: UpnpDiscovery_get_Location_cstr(d)),
-                          maxAge: Int(UpnpDiscovery_get_Expires(d)))
+                          maxAge: Int(UpnpDiscovery_get_Expires(d)), announced: type == UPNP_DISCOVERY_ADVERTISEMENT_ALIVE)
         case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
             let d = OpaquePointer(event)
             let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))

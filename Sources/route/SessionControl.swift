@@ -31,10 +31,13 @@ enum SessionDirectory {
         return "/tmp/route-\(getuid())"
     }
 
-    /// The socket of the session casting to a device.
+    /// The socket of the session casting to a device: named by a hash of the device id (FNV-1a),
+    /// since a socket path must fit in 108 bytes and ids (UPnP UDNs) are long.
     static func socket(for device: MediaDevice) -> String {
-        let safe = device.id.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "_" }
-        return path + "/" + String(String(safe).prefix(60)) + ".sock"
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in device.id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return path + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".sock"
     }
 
     /// Every session socket present (some may be stale).
@@ -180,7 +183,7 @@ private struct UnixAddress {
         storage.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: storage.sun_path) else {
-            throw RouteError.commandFailed(device: "route", command: "control", reason: "socket path too long: \(path)")
+            throw UsageError(description: "the control socket path \(path) is too long for a Unix socket; set ROUTE_RUNTIME_DIR to a shorter directory")
         }
         withUnsafeMutableBytes(of: &storage.sun_path) { raw in
             raw.copyBytes(from: bytes)

@@ -1,6 +1,7 @@
 // BroadcastTests: fan-out of values to AsyncStream subscribers — latest value first, finish, late subscribers.
 
 import RouteCore
+import RouteTestSupport
 import Testing
 
 @Suite struct BroadcastTests {

@@ -3,6 +3,7 @@
 
 import Foundation
 import RouteCore
+import RouteTestSupport
 import Testing
 
 /// A provider that sends scripted snapshots, each after its delay, then keeps the stream open until

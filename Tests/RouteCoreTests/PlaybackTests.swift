@@ -1,6 +1,7 @@
 // PlaybackTests: the small playback vocabulary — SeekTarget parsing and clamping, formatClock,
 // PlaybackStatus.isFinal, and MediaAcceptance's MIME matching.
 
+import Foundation
 import RouteCore
 import Testing
 
@@ -106,5 +107,21 @@ import Testing
         #expect(mp3AndWav.acceptsAny(of: ["audio/flac", "audio/wav"]))
         #expect(!mp3AndWav.acceptsAny(of: ["audio/flac", "video/mp4"]))
         #expect(!mp3AndWav.acceptsAny(of: []))
+    }
+}
+
+@Suite struct MediaAcceptanceAliasTests {
+    @Test func aliasesAndWildcardsMatch() {
+        let accepts = MediaAcceptance.mimeTypes(["audio/x-wav", "AUDIO/MP3", "video/*"])
+        #expect(accepts.accepts(mimeType: "audio/wav"))
+        #expect(accepts.accepts(mimeType: "audio/mpeg"))
+        #expect(accepts.accepts(mimeType: "video/x-matroska"))
+        #expect(!accepts.accepts(mimeType: "audio/flac"))
+    }
+
+    @Test func jsonIsAStringOrAList() throws {
+        let encoded = try JSONEncoder().encode([MediaAcceptance.anything, .mimeTypes(["audio/mpeg"])])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["anything",["audio\/mpeg"]]"#)
+        #expect(try JSONDecoder().decode([MediaAcceptance].self, from: encoded) == [.anything, .mimeTypes(["audio/mpeg"])])
     }
 }

@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import RouteTestSupport
 import Testing
 
 /// Makes the item for a probed file, as `route cast` does for local output.

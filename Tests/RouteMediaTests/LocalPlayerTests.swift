@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import RouteTestSupport
 import Testing
 
 /// A file:// URL for a path, as the cast preparer makes it.

@@ -5,7 +5,7 @@ import Synchronization
 
 /// The first element of `stream` that satisfies `predicate`, or nil when the stream ends or
 /// `seconds` pass first.
-func firstValue<T: Sendable>(
+public func firstValue<T: Sendable>(
     in stream: AsyncStream<T>, within seconds: Double, where predicate: @escaping @Sendable (T) -> Bool = { _ in true }
 ) async -> T? {
     await withTaskGroup(of: T?.self) { group in
@@ -24,7 +24,7 @@ func firstValue<T: Sendable>(
 }
 
 /// Every element of `stream` until it ends, or nil when it has not ended after `seconds`.
-func allValues<T: Sendable>(of stream: AsyncStream<T>, within seconds: Double) async -> [T]? {
+public func allValues<T: Sendable>(of stream: AsyncStream<T>, within seconds: Double) async -> [T]? {
     await withTaskGroup(of: [T]?.self) { group in
         group.addTask {
             var values: [T] = []
@@ -44,7 +44,7 @@ func allValues<T: Sendable>(of stream: AsyncStream<T>, within seconds: Double) a
 
 /// Whether `task` finishes within `seconds` (polled every 10 ms; awaiting a task's value
 /// cannot be cancelled, so it is not raced in a task group).
-func finishes<T: Sendable>(_ task: Task<T, Never>, within seconds: Double) async -> Bool {
+public func finishes<T: Sendable>(_ task: Task<T, Never>, within seconds: Double) async -> Bool {
     let done = Mutex(false)
     let watcher = Task { _ = await task.value; done.withLock { $0 = true } }
     _ = watcher

@@ -1,0 +1,82 @@
+// LabTools: what the network tests use of the lab (scripts/lab): whether we run inside it, controlling its
+// peers, and asking the real renderer what it is doing with curl SOAP (Tests/LabTools/soap), not our code.
+
+import Foundation
+import Testing
+
+/// The lab this test process runs in (`scripts/lab run swift test`), and its peers.
+enum Lab {
+    /// True inside the lab's network namespace: only then may a test discover or touch the network.
+    static let isActive = ProcessInfo.processInfo.environment["ROUTE_LAB"] == "1"
+    /// The real DLNA renderer (gmediarender) the lab runs in namespace B.
+    static let renderer = "http://10.77.0.2:49494/description.xml"
+    static let rendererName = "Lab Renderer"
+
+    /// Runs `scripts/lab ARGS` (e.g. `kill-renderer --hard`); throws with its output when it fails.
+    static func control(_ arguments: String...) throws {
+        let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, arguments)
+        if output.status != 0 { throw ToolFailed(description: "scripts/lab \(arguments.joined(separator: " ")): \(output.text)") }
+    }
+
+    /// An AVTransport or RenderingControl SOAP call to a renderer by curl; the response body.
+    static func soap(_ service: String, _ action: String, _ arguments: String = "", at description: String = renderer) throws -> String {
+        try tool(RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/soap").path,
+                 [description, service, action, arguments]).text
+    }
+
+    /// The renderer's own CurrentTransportState (PLAYING, PAUSED_PLAYBACK, STOPPED, …).
+    static func transportState() throws -> String {
+        value("CurrentTransportState", in: try soap("AVTransport", "GetTransportInfo")) ?? "?"
+    }
+
+    /// The renderer's own RelTime, in seconds.
+    static func position() throws -> Double {
+        let text = value("RelTime", in: try soap("AVTransport", "GetPositionInfo")) ?? ""
+        return text.split(separator: ":").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
+    }
+
+    /// The renderer's own Master volume, 0–100.
+    static func volume() throws -> Int? {
+        value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>")).flatMap { Int($0) }
+    }
+
+    /// Stops the renderer and waits until it says STOPPED, so each test starts from rest.
+    static func stopRenderer() async throws {
+        _ = try soap("AVTransport", "Stop")
+        try await until("the renderer is STOPPED", within: 5) { try transportState() == "STOPPED" || transportState() == "NO_MEDIA_PRESENT" }
+    }
+
+    /// Polls `condition` every 50 ms until it holds; records an issue and throws after `seconds`.
+    static func until(_ what: String, within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation,
+                      _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if (try? condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("\(what) did not happen within \(seconds) s", sourceLocation: sourceLocation)
+        throw PollTimeout()
+    }
+
+    private static func value(_ tag: String, in xml: String) -> String? {
+        guard let start = xml.range(of: "<\(tag)>"), let end = xml.range(of: "</\(tag)>", range: start.upperBound..<xml.endIndex) else { return nil }
+        return String(xml[start.upperBound..<end.lowerBound])
+    }
+
+    private static func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        waitForExit(process, seconds: 30)
+        guard !process.isRunning else {
+            process.terminate()
+            throw ToolFailed(description: "\(path) \(arguments.joined(separator: " ")) did not finish within 30 s")
+        }
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
