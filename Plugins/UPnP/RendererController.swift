@@ -135,6 +135,13 @@ actor RendererController: RouteController {
         publish()
     }
 
+    func setMuted(_ muted: Bool) async throws {
+        guard let rendering else { throw RouteError.unsupported(device: device.name, what: "mute") }
+        try await command("mute", "SetMute", on: rendering, ["InstanceID": "0", "Channel": "Master", "DesiredMute": muted ? "1" : "0"])
+        status.muted = muted
+        publish()
+    }
+
     func close() async {
         guard !closed else { return }
         closed = true
@@ -153,6 +160,7 @@ actor RendererController: RouteController {
             let changes = LastChange.parse(lastChange)
             if let state = changes["TransportState"] { applyTransportState(state) }
             if let volume = changes["Volume"].flatMap(Double.init) { status.volume = volume / 100 }
+            if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
             if let duration = changes["CurrentTrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
             publish()
         case .byebye(let udn) where udn == renderer.description.udn:

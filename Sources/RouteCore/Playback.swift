@@ -27,6 +27,8 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public var duration: Double?
     /// From 0 to 1, or nil when unknown.
     public var volume: Double?
+    /// Whether the output is muted, when known.
+    public var muted: Bool?
     /// The item's title, if known.
     public var title: String?
     /// What went wrong, when `state == .failed`.

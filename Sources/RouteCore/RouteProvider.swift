@@ -36,6 +36,8 @@ public protocol RouteController: AnyObject, Sendable {
     func stop() async throws
     /// Sets the volume, from 0 to 1.
     func setVolume(_ level: Double) async throws
+    /// Mutes or unmutes without changing the volume.
+    func setMuted(_ muted: Bool) async throws
 
     /// Status reports, starting with the current one. Each call gives an independent stream;
     /// it finishes when the controller is closed.

@@ -103,6 +103,16 @@ public actor CastSession {
         try await controller.setVolume(min(1, max(0, level)))
     }
 
+    /// Mutes or unmutes.
+    public func setMuted(_ muted: Bool) async throws {
+        try await controller.setMuted(muted)
+    }
+
+    /// Mutes when unmuted, unmutes when muted.
+    public func toggleMute() async throws {
+        try await setMuted(!(latest.muted ?? false))
+    }
+
     /// Changes the volume by a step (±0.05 for the arrow keys).
     public func changeVolume(by step: Double) async throws {
         try await setVolume((latest.volume ?? 1) + step)

@@ -130,6 +130,12 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         publish { $0.volume = clamped }
     }
 
+    func setMuted(_ muted: Bool) async throws {
+        try checkOpen()
+        route_object_set_bool(playbin, "mute", muted ? 1 : 0)
+        publish { $0.muted = muted }
+    }
+
     func close() async {
         let wasOpen = state.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
         guard wasOpen else { return }

@@ -68,6 +68,7 @@ enum Cast {
             case .seekForward: try await session.seek(.relative(10))
             case .volumeUp: try await session.changeVolume(by: 0.05)
             case .volumeDown: try await session.changeVolume(by: -0.05)
+            case .toggleMute: try await session.toggleMute()
             case .next: try await session.next()
             case .quit: try await session.stop()
             }

@@ -17,6 +17,11 @@ enum Control {
             }
             request.value = String(level)
         }
+        if command == "mute" {
+            guard let value = request.value, ["on", "off"].contains(value) else {
+                throw UsageError(description: "mute takes on or off, not \"\(request.value ?? "")\"")
+            }
+        }
         let sessions = ControlClient.liveSessions()
         guard !sessions.isEmpty else {
             throw RouteError.notCasting(query: parsed["to"])
@@ -41,6 +46,7 @@ enum Control {
             } else {
                 let duration = status.duration.map { " / " + formatClock($0) } ?? ""
                 let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
+                    + (status.muted == true ? " (muted)" : "")
                 print("\(reply.device?.name ?? ""): \(status.state.rawValue) \(reply.title ?? "") \(formatClock(status.position))\(duration)\(volume)")
             }
         }
@@ -62,6 +68,8 @@ enum Control {
             case "volume":
                 guard let level = Double(request.value ?? "") else { throw UsageError(description: "bad volume") }
                 try await session.setVolume(level / 100)
+            case "mute":
+                try await session.setMuted(request.value == "on")
             default:
                 throw UsageError(description: "unknown command \(request.command)")
             }

@@ -18,8 +18,8 @@ enum Specs {
         file to it (transcoding when the device cannot play it) and plays the files as a queue. A status line shows
         device, title, state and progress; without a terminal, one line per state change.
 
-        Keys: space pause/resume, ←/→ seek -10/+10 s, ↑/↓ volume, n next file, q stop.
-        Another terminal can control the cast: route pause|play|stop|status|seek|volume --to DEVICE.
+        Keys: space pause/resume, ←/→ seek -10/+10 s, ↑/↓ volume, m mute, n next file, q stop.
+        Another terminal can control the cast: route pause|play|stop|status|seek|volume|mute --to DEVICE.
         Casting to "This computer" or to an address starts no network discovery.
         """,
         examples: [
@@ -58,6 +58,7 @@ enum Specs {
         control("status", "show what a device is playing", "", [CommonOptions.json]),
         control("seek", "seek on a device: 90, 1:30, +30 or -10 (seconds)", "POSITION", []),
         control("volume", "set a device's volume, 0 to 100", "LEVEL", []),
+        control("mute", "mute or unmute a device: on or off", "on|off", []),
     ]
 
     private static func control(_ name: String, _ summary: String, _ positional: String, _ extra: [OptionSpec])
@@ -65,7 +66,7 @@ enum Specs {
     {
         let n = positional.isEmpty ? 0 : 1
         let example = positional.isEmpty ? "route \(name) --to \"This computer\""
-            : "route \(name) \(name == "seek" ? "+30" : "40") --to \"Living Room\""
+            : "route \(name) \(["seek": "+30", "volume": "40", "mute": "on"][name] ?? "") --to \"Living Room\""
         return (CommandSpec(
             name: name, summary: summary, positionals: positional, minPositionals: n, maxPositionals: n,
             options: [CommonOptions.to] + extra,

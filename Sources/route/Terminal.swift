@@ -6,7 +6,7 @@ import RouteMedia
 
 /// A key that controls a cast.
 enum CastKey {
-    case togglePause, seekBack, seekForward, volumeUp, volumeDown, next, quit
+    case togglePause, seekBack, seekForward, volumeUp, volumeDown, toggleMute, next, quit
 }
 
 /// Puts the terminal in character mode (no echo, no line buffering) and reads keys.
@@ -40,6 +40,7 @@ final class KeyReader: @unchecked Sendable {
                 case [27, 91, 65]: key = .volumeUp
                 case [27, 91, 66]: key = .volumeDown
                 case [110], [78]: key = .next
+                case [109], [77]: key = .toggleMute
                 case [113], [81]: key = .quit
                 default: key = nil
                 }
@@ -99,6 +100,7 @@ struct StatusPrinter {
             line += formatClock(duration)
         }
         if let volume = s.playback.volume { line += "  vol \(Int((volume * 100).rounded()))%" }
+        if s.playback.muted == true { line += " (muted)" }
         return line
     }
 

@@ -62,6 +62,9 @@ struct UPnPLabTests {
             try await Lab.until("the renderer's position is near 12 s", within: 3) { try (11.5...15).contains(Lab.position()) }
             try await sandbox.run(["volume", "30", "--to", "lab"]).expectSuccess()
             #expect(try Lab.volume() == 30)
+            try await sandbox.run(["mute", "on", "--to", "lab"]).expectSuccess()
+            #expect(try Lab.soap("RenderingControl", "GetMute", "<Channel>Master</Channel>").contains("<CurrentMute>1</CurrentMute>"))
+            try await sandbox.run(["mute", "off", "--to", "lab"]).expectSuccess()
 
             // Another controller pauses the renderer: route must see it within 1 s.
             _ = try Lab.soap("AVTransport", "Pause")

@@ -143,6 +143,19 @@ func withLocalPlayer(_ body: (any RouteController, Recorder<PlaybackStatus>) asy
         }
     }
 
+    @Test func muteIsReflectedAndKeepsTheVolume() async throws {
+        let samples = try await Samples.get()
+        try await withLocalPlayer { player, status in
+            try await player.load(MediaItem(url: fileURL(samples.wav), mimeType: "audio/wav"), autoplay: false)
+            try await player.setVolume(0.6)
+            try await player.setMuted(true)
+            let muted = try await status.wait(for: 5, "muted") { $0.muted == true }
+            #expect(muted.value.volume == 0.6)
+            try await player.setMuted(false)
+            try await status.wait(for: 5, "unmuted") { $0.muted == false }
+        }
+    }
+
     @Test func stopReportsStopped() async throws {
         let samples = try await Samples.get()
         try await withLocalPlayer { player, status in
