@@ -17,6 +17,9 @@ actor RendererController: RouteController {
     private let transport: ServiceInfo
     private let rendering: ServiceInfo?
     private var seekUnit = "REL_TIME"
+    private var canQueueNext = false
+    /// The item queued with SetNextAVTransportURI, until the renderer moves on to it.
+    private var nextItem: MediaItem?
     private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     private var status = PlaybackStatus(state: .idle)
     private var positionAt = ContinuousClock.now
@@ -54,6 +57,7 @@ actor RendererController: RouteController {
             let modes = root.all("stateVariable").first { $0.value("name") == "A_ARG_TYPE_SeekMode" }?
                 .all("allowedValue").map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) } ?? []
             if !modes.contains("REL_TIME"), modes.contains("ABS_TIME") { seekUnit = "ABS_TIME" }
+            canQueueNext = root.all("action").contains { $0.value("name") == "SetNextAVTransportURI" }
         }
         let events = stack.events.subscribe()
         tasks.append(Task { [weak self] in
@@ -81,6 +85,8 @@ actor RendererController: RouteController {
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
+        status.itemURL = item.url
+        nextItem = nil
         positionAt = .now
         sawPlaying = false
         expectingStop = false
@@ -135,6 +141,15 @@ actor RendererController: RouteController {
         publish()
     }
 
+    func setNext(_ item: MediaItem) async throws -> Bool {
+        guard canQueueNext else { return false }
+        try await command("queue the next item", "SetNextAVTransportURI", on: transport, [
+            "InstanceID": "0", "NextURI": item.url, "NextURIMetaData": DIDLLite.metadata(for: item),
+        ])
+        nextItem = item
+        return true
+    }
+
     func setMuted(_ muted: Bool) async throws {
         guard let rendering else { throw RouteError.unsupported(device: device.name, what: "mute") }
         try await command("mute", "SetMute", on: rendering, ["InstanceID": "0", "Channel": "Master", "DesiredMute": muted ? "1" : "0"])
@@ -158,6 +173,7 @@ actor RendererController: RouteController {
         case .event(let sid, let variables) where subscriptions.contains(sid):
             guard let lastChange = variables["LastChange"] else { return }
             let changes = LastChange.parse(lastChange)
+            if let uri = changes["AVTransportURI"] ?? changes["CurrentTrackURI"] { advanceIfQueued(uri) }
             if let state = changes["TransportState"] { applyTransportState(state) }
             if let volume = changes["Volume"].flatMap(Double.init) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
@@ -181,6 +197,7 @@ actor RendererController: RouteController {
                 if let state = info["CurrentTransportState"] { applyTransportState(state) }
                 if status.state == .playing || status.state == .paused || status.state == .loading {
                     let position = try await call("GetPositionInfo", on: transport, ["InstanceID": "0"])
+                    if let uri = position["TrackURI"] { advanceIfQueued(uri) }
                     if let rel = position["RelTime"].flatMap(DIDLLite.seconds), rel > 0 || status.state != .playing || status.position < 1 {
                         status.position = rel
                         positionAt = .now
@@ -200,6 +217,19 @@ actor RendererController: RouteController {
         }
         guard !status.isFinal else { return }
         publish()
+    }
+
+    /// The renderer moved on to the queued item: the status is now that item's.
+    private func advanceIfQueued(_ uri: String) {
+        guard let next = nextItem, uri == next.url else { return }
+        nextItem = nil
+        let muted = status.muted
+        status = PlaybackStatus(state: .playing, duration: next.duration, volume: status.volume, title: next.title)
+        status.muted = muted
+        status.itemURL = next.url
+        positionAt = .now
+        sawPlaying = true
+        expectingStop = false
     }
 
     private func applyTransportState(_ state: String) {

@@ -33,6 +33,8 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public var title: String?
     /// What went wrong, when `state == .failed`.
     public var error: String?
+    /// The URL of the item the device is playing (changes when it moves on to a queued next item).
+    public var itemURL: String?
 
     /// Makes a status report.
     public init(state: State, position: Double = 0, duration: Double? = nil, volume: Double? = nil,

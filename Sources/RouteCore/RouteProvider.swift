@@ -38,6 +38,10 @@ public protocol RouteController: AnyObject, Sendable {
     func setVolume(_ level: Double) async throws
     /// Mutes or unmutes without changing the volume.
     func setMuted(_ muted: Bool) async throws
+    /// Queues `item` to follow the current one without a gap, when the device can. Returns false
+    /// when it cannot; the caller then loads the item when the current one ends. When the device
+    /// moves on to a queued item, statuses carry its URL in `itemURL`.
+    func setNext(_ item: MediaItem) async throws -> Bool
 
     /// Status reports, starting with the current one. Each call gives an independent stream;
     /// it finishes when the controller is closed.

@@ -33,6 +33,8 @@ public actor CastSession {
     private var current: MediaItem?
     /// Where the loaded stream starts in the item: non-zero after a converted stream was reloaded to seek.
     private var offset = 0.0
+    /// The URL last loaded on the device (the item's, or the item's from an offset after a seek reload).
+    private var loadedURL: String?
 
     /// Makes a session; nothing is sent to the device until `run()`.
     public init(controller: any RouteController, files: [MediaInfo], prepare: @escaping Preparer) {
@@ -48,33 +50,72 @@ public actor CastSession {
     public var playback: PlaybackStatus { latest }
 
     /// Plays the queue to its end. Throws `RouteError` when an item fails.
+    ///
+    /// Once an item plays, the next one is queued on the device when it can play it without a gap
+    /// (`setNext`); otherwise, or if the device stops anyway, the next item is loaded at the end.
     public func run() async throws {
         defer { updates.finish() }
-        while index < files.count, !stopping {
-            let file = files[index]
-            skipping = false
-            let item = try await prepare(file)
-            current = item
-            offset = 0
-            try await controller.load(item, autoplay: true)
-            for await reported in controller.statusUpdates() {
-                var status = reported
-                if offset > 0 {
-                    status.position += offset
-                    if let duration = item.duration { status.duration = duration }
-                }
-                latest = status
-                updates.send(CastStatus(device: controller.device, index: index, count: files.count,
-                                        title: item.title ?? file.displayTitle, playback: status))
-                if status.state == .failed {
-                    throw RouteError.playbackFailed(device: controller.device.name, item: file.displayTitle,
-                                                    reason: status.error ?? "playback failed")
-                }
-                if status.isFinal { break }
+        guard !files.isEmpty, !stopping else { return }
+        let statuses = controller.statusUpdates()
+        try await start(try await prepare(files[index]))
+        var queued: MediaItem?
+        var triedQueueing = false
+        for await reported in statuses {
+            guard let item = current else { break }
+            // Reports from before the load (idle: nothing loaded), or about something else the device
+            // played before, are not about this queue.
+            if reported.state == .idle { continue }
+            if let url = reported.itemURL, url != loadedURL, url != queued?.url { continue }
+            if let next = queued, reported.itemURL == next.url {
+                // The device moved on to the queued item by itself.
+                index += 1
+                current = next
+                loadedURL = next.url
+                offset = 0
+                queued = nil
+                triedQueueing = false
             }
-            if stopping { break }
+            let status = mapped(reported, for: current ?? item)
+            latest = status
+            updates.send(CastStatus(device: controller.device, index: index, count: files.count,
+                                    title: current?.title ?? files[index].displayTitle, playback: status))
+            if status.state == .failed {
+                throw RouteError.playbackFailed(device: controller.device.name, item: files[index].displayTitle,
+                                                reason: status.error ?? "playback failed")
+            }
+            if status.state == .playing, !triedQueueing, !skipping, !stopping, index + 1 < files.count {
+                triedQueueing = true
+                let next = try await prepare(files[index + 1])
+                queued = try await controller.setNext(next) ? next : nil
+            }
+            guard status.isFinal else { continue }
             index += 1
+            guard !stopping, index < files.count else { break }
+            let next: MediaItem
+            if let queued { next = queued } else { next = try await prepare(files[index]) }
+            queued = nil
+            triedQueueing = false
+            try await start(next)
         }
+    }
+
+    /// Loads an item and makes it the current one.
+    private func start(_ item: MediaItem) async throws {
+        current = item
+        loadedURL = item.url
+        offset = 0
+        skipping = false
+        try await controller.load(item, autoplay: true)
+    }
+
+    /// A device's status as the session reports it: after a seek reload of a converted stream, the
+    /// position counts from the item's start and the duration is the whole item's.
+    private func mapped(_ reported: PlaybackStatus, for item: MediaItem) -> PlaybackStatus {
+        guard offset > 0 else { return reported }
+        var status = reported
+        status.position += offset
+        if let duration = item.duration { status.duration = duration }
+        return status
     }
 
     /// Pauses when playing, plays when paused.
@@ -94,8 +135,10 @@ public actor CastSession {
             return
         }
         let resume = latest.state != .paused
+        let reload = position > 0 ? current.starting(at: position) : current
         offset = position
-        try await controller.load(position > 0 ? current.starting(at: position) : current, autoplay: resume)
+        loadedURL = reload.url
+        try await controller.load(reload, autoplay: resume)
     }
 
     /// Sets the volume (0…1).

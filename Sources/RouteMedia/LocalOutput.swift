@@ -86,6 +86,7 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         route_object_set_string(playbin, "uri", item.url)
         publish {
             $0 = PlaybackStatus(state: .loading, duration: item.duration, volume: $0.volume, title: item.title)
+            $0.itemURL = item.url
             $0.position = 0
         }
         state.withLock { $0.wantsPlaying = autoplay }
@@ -129,6 +130,9 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         route_object_set_double(playbin, "volume", clamped)
         publish { $0.volume = clamped }
     }
+
+    /// Local output loads the next item when the current one ends (no gapless queue).
+    func setNext(_ item: MediaItem) async throws -> Bool { false }
 
     func setMuted(_ muted: Bool) async throws {
         try checkOpen()

@@ -8,7 +8,7 @@ import RouteTestSupport
 import Testing
 import UPnPProvider
 
-@Test(.enabled(if: ProcessInfo.processInfo.environment["CI"] == nil || Lab.isActive))
+@Test(.enabled(if: (ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty == false || Lab.isActive))
 func networkTestsRunInsideTheLab() {
     // CI runs `make test`, which runs the suite inside the lab; a CI run outside it would silently skip
     // every network test, so it fails here instead.
@@ -91,6 +91,23 @@ struct UPnPLabTests {
             #expect(result.stdoutLines.contains("playing: short on Lab Renderer"))
             #expect(result.stdoutLines.last == "ended: short on Lab Renderer")
             #expect(result.elapsed >= .seconds(2.5), "the renderer plays in real time")
+        }
+    }
+
+    @Test func aQueuePlaysGaplesslyWithSetNextAVTransportURI() async throws {
+        try await Lab.stopRenderer()
+        try await inSandbox { sandbox in
+            let first = try await sandbox.wav("first.wav", seconds: 3)
+            let second = try await sandbox.wav("second.wav", seconds: 3)
+            let result = try await sandbox.run(["cast", first, second, "--to", Lab.rendererName], environment: upnp, timeout: 30)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdoutLines.contains("playing: first [1/2] on Lab Renderer"))
+            #expect(result.stdoutLines.contains("playing: second [2/2] on Lab Renderer"))
+            #expect(result.stdoutLines.last == "ended: second [2/2] on Lab Renderer")
+            // The renderer moved on by itself: the first item never ended and the second was never loaded.
+            #expect(!result.stdout.contains("ended: first"), "\(result)")
+            #expect(!result.stdout.contains("loading: second"), "\(result)")
+            #expect(result.elapsed >= .seconds(5.5))
         }
     }
 
