@@ -2,6 +2,7 @@
 // peers, and asking the real renderer what it is doing with curl SOAP (Tests/LabTools/soap), not our code.
 
 import Foundation
+import RouteTestSupport
 import Testing
 
 /// The lab this test process runs in (`scripts/lab run swift test`), and its peers.

@@ -3,6 +3,7 @@
 // leaves no `route` process behind.
 
 import Foundation
+import RouteTestSupport
 import Synchronization
 import Testing
 
@@ -216,39 +217,3 @@ func routeProcesses(mentioning text: String) -> [Int32] {
     }
 }
 
-/// Runs blocking work (gst-launch-1.0) on a thread of its own: blocking one of the cooperative pool's
-/// few threads would stall every other test's polling, and with it their timings.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
-/// Blocks until `process` has exited, at most `seconds` (polls; Foundation's waitUntilExit can hang).
-func waitForExit(_ process: Process, seconds: Double) {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while process.isRunning, Date() < deadline { usleep(10_000) }
-}
-
-/// Quotes a path for the shell.
-func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
-struct ToolFailed: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// Runs `gst-launch-1.0 -q PIPELINE` through the shell; throws with its stderr when it fails.
-func gstLaunch(_ pipeline: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", "exec gst-launch-1.0 -q " + pipeline]
-    let errors = Pipe()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let output = errors.fileHandleForReading.readDataToEndOfFile()
-    waitForExit(process, seconds: 60)
-    guard !process.isRunning, process.terminationStatus == 0 else {
-        throw ToolFailed(description: "gst-launch-1.0 \(pipeline) failed: \(String(decoding: output, as: UTF8.self))")
-    }
-}

@@ -2,6 +2,7 @@
 // status recorder that waits for conditions with deadlines.
 
 import Foundation
+import RouteTestSupport
 import RouteMedia
 import Synchronization
 import Testing
@@ -81,40 +82,6 @@ struct Samples: Sendable {
 
 private let samplesRoot = Mutex<String?>(nil)
 
-struct GStreamerToolFailed: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// Quotes a path for the shell.
-func q(_ path: String) -> String { "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
-/// Runs `gst-launch-1.0 -q PIPELINE` through the shell (which splits the description into arguments
-/// as gst-launch expects); throws with its stderr when it fails.
-func gstLaunch(_ pipeline: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", "exec gst-launch-1.0 -q " + pipeline]
-    let errors = Pipe()
-    process.standardError = errors
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let output = errors.fileHandleForReading.readDataToEndOfFile()
-    // Polled: Foundation's waitUntilExit can hang in its run loop.
-    let deadline = Date(timeIntervalSinceNow: 60)
-    while process.isRunning, Date() < deadline { usleep(10_000) }
-    guard !process.isRunning, process.terminationStatus == 0 else {
-        throw GStreamerToolFailed(description: "gst-launch-1.0 \(pipeline) failed: \(String(decoding: output, as: UTF8.self))")
-    }
-}
-
-/// Runs blocking work (a subprocess, GStreamer's synchronous discoverer) on a thread of its own.
-/// Blocking a thread of Swift's cooperative pool (two threads on two cores) would stall every other
-/// test's tasks, and with them the status recorders whose timings the player tests check.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// MediaProbe.probe, off the cooperative pool.
 func probe(_ path: String) async throws -> MediaInfo {
