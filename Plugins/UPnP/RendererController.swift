@@ -1,6 +1,7 @@
 // RendererController: controls one DLNA renderer over AVTransport and RenderingControl, and keeps its
 // status from GENA LastChange events plus polling (position is never evented), extrapolated in between.
 
+import CUPnP
 import Foundation
 import RouteCore
 
@@ -9,7 +10,7 @@ import RouteCore
 /// Status: GENA events carry transport state and volume as they change; GetTransportInfo and
 /// GetPositionInfo are polled every second (a renderer that stops answering three polls in a row,
 /// or says byebye, ends the item as `.failed`); between polls the position advances with the clock
-/// while playing. Commands time out after `commandTimeout`.
+/// while playing. Each call gives up after `UPnPStack.callTimeout`.
 actor RendererController: RouteController {
     nonisolated let device: MediaDevice
     private let renderer: Renderer
@@ -30,7 +31,6 @@ actor RendererController: RouteController {
     private var failures = 0
     private var closed = false
 
-    static let commandTimeout: Duration = .seconds(5)
     static let pollInterval: Duration = .seconds(1)
     static let failuresBeforeGone = 3
 
@@ -205,7 +205,7 @@ actor RendererController: RouteController {
                     if let duration = position["TrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
                 }
                 failures = 0
-            } catch let error as UPnPError where error.isUnreachable || error.code == -1 {
+            } catch let error as UPnPError where error.isUnreachable {
                 failures += 1
                 if failures >= Self.failuresBeforeGone, status.state != .stopped {
                     fail("\(device.name) stopped answering (\(error))")
@@ -286,25 +286,18 @@ actor RendererController: RouteController {
         do {
             _ = try await call(action, on: service, arguments)
         } catch let error as UPnPError {
-            if error.isUnreachable || error.code == -1 {
+            if error.isUnreachable {
                 throw RouteError.deviceUnreachable(device: device.name, reason: UPnPError.explain(error.code))
+            }
+            if error.code == UPNP_E_BAD_RESPONSE || error.code == UPNP_E_BAD_HTTPMSG {
+                throw RouteError.unusableDevice(device: device.name, reason: "its answer to \(name) was not valid UPnP")
             }
             throw RouteError.commandFailed(device: device.name, command: name, reason: UPnPError.explain(error.code))
         }
     }
 
-    /// One SOAP call with a deadline (libupnp's own is 30 s). A timeout is reported as code -1.
+    /// One SOAP call (with the stack's deadline).
     private func call(_ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
-        let stack = self.stack
-        nonisolated(unsafe) let pairs = arguments
-        return try await withThrowingTaskGroup(of: [String: String]?.self) { group in
-            group.addTask { try await stack.sendAction(action, service: service, arguments: pairs) }
-            group.addTask { try? await Task.sleep(for: Self.commandTimeout); return nil }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let reply = first else {
-                throw UPnPError(code: -1, context: "\(action) timed out")
-            }
-            return reply
-        }
+        try await stack.sendAction(action, service: service, arguments: arguments)
     }
 }

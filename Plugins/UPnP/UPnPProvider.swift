@@ -3,6 +3,7 @@
 
 import Foundation
 import RouteCore
+import Synchronization
 
 /// The UPnP/DLNA provider. Discovery runs while `discover()` is iterated.
 public struct UPnPProvider: RouteProvider {
@@ -46,7 +47,7 @@ public struct UPnPProvider: RouteProvider {
                 lastError = error
                 continue
             } catch let error as DeviceDescription.Problem {
-                throw RouteError.deviceUnreachable(device: address, reason: error.description)
+                throw RouteError.unusableDevice(device: address, reason: error.description)
             } catch {
                 lastError = error
                 if address.hasPrefix("http://") { break }
@@ -66,8 +67,10 @@ public struct UPnPProvider: RouteProvider {
         let renderer: Renderer
         do {
             renderer = try await Renderer.describe(location, stack: stack)
+        } catch let error as UPnPError where error.isUnreachable {
+            throw RouteError.deviceUnreachable(device: device.name, reason: UPnPError.explain(error.code))
         } catch {
-            throw RouteError.deviceUnreachable(device: device.name, reason: "\(error)")
+            throw RouteError.unusableDevice(device: device.name, reason: "\(error)")
         }
         return try await RendererController.open(renderer, stack: stack)
     }
@@ -78,8 +81,18 @@ struct Renderer: Sendable {
     var description: DeviceDescription
     var device: MediaDevice
 
+    /// Descriptions fetched in the last `cacheLifetime`, by location: opening a controller right
+    /// after discovery (or `device(at:)`) does not fetch and ask again.
+    private static let cache = Mutex<[String: (renderer: Renderer, at: ContinuousClock.Instant)]>([:])
+    static let cacheLifetime: Duration = .seconds(30)
+
     /// Fetches and parses the description, then asks ConnectionManager what it accepts.
+    /// - Throws: `UPnPError` when the device does not answer (in time); `DeviceDescription.Problem`
+    ///   when its description is unusable.
     static func describe(_ location: String, stack: UPnPStack) async throws -> Renderer {
+        if let cached = cache.withLock({ $0[location] }), ContinuousClock.now - cached.at < cacheLifetime {
+            return cached.renderer
+        }
         let text = try await stack.download(location)
         let description = try DeviceDescription.parse(text, location: location)
         guard description.service("AVTransport") != nil else {
@@ -87,9 +100,17 @@ struct Renderer: Sendable {
         }
         var sink = ""
         if let manager = description.service("ConnectionManager") {
-            sink = (try? await stack.sendAction("GetProtocolInfo", service: manager, arguments: [:]))?["Sink"] ?? ""
+            do {
+                sink = try await stack.sendAction("GetProtocolInfo", service: manager, arguments: [:])["Sink"] ?? ""
+            } catch let error as UPnPError where error.isUnreachable {
+                throw error
+            } catch {
+                // A renderer that cannot say what it takes still plays MP3: mediaDevice assumes so.
+            }
         }
-        return Renderer(description: description, device: description.mediaDevice(sink: sink))
+        let renderer = Renderer(description: description, device: description.mediaDevice(sink: sink))
+        cache.withLock { $0[location] = (renderer, .now) }
+        return renderer
     }
 }
 
@@ -111,6 +132,8 @@ actor RendererDiscovery {
     /// When each device last said byebye: a search reply can arrive late (after the random MX
     /// delay) from a device that is shutting down, and must not bring it back.
     private var farewells: [String: ContinuousClock.Instant] = [:]
+    /// Descriptions found unusable, logged once each.
+    private var rejected: Set<String> = []
     static let farewellQuarantine: Duration = .seconds(3)
     private var publish: (@Sendable ([MediaDevice]) -> Void)?
 
@@ -161,7 +184,9 @@ actor RendererDiscovery {
                 changed()
             } catch {
                 entries[udn] = nil
-                FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
+                if rejected.insert(location).inserted {
+                    FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
+                }
             }
         case .byebye(let udn):
             farewells[udn] = .now

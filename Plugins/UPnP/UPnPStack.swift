@@ -19,8 +19,7 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
 
     /// Whether the failure means the device could not be reached at all (vs. refused the command).
     public var isUnreachable: Bool {
-        [UPNP_E_SOCKET_CONNECT, UPNP_E_SOCKET_ERROR, UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE,
-         UPNP_E_BAD_RESPONSE, UPNP_E_BAD_HTTPMSG].contains(code) || code == -208 /* UPNP_E_SOCKET_CONNECT in some builds */
+        [UPNP_E_SOCKET_CONNECT, UPNP_E_SOCKET_ERROR, UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE, -1].contains(code)
     }
 
     /// A sentence for a UPnP AV error code or a libupnp code.
@@ -44,7 +43,7 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
         case UPNP_E_SOCKET_CONNECT: return "the connection was refused or timed out; is the device still on?"
         case UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE, UPNP_E_SOCKET_ERROR: return "the connection broke off"
         case UPNP_E_BAD_RESPONSE, UPNP_E_BAD_HTTPMSG: return "the device's answer was not valid UPnP"
-        case -1: return "no answer within 5 s"
+        case -1: return "no answer within \(UPnPStack.callTimeout.components.seconds) s"
         default: return String(cString: UpnpGetErrorMessage(code)) + " (\(code))"
         }
     }
@@ -95,18 +94,19 @@ final class UPnPStack: Sendable {
 
     private init() throws {
         let interface = ProcessInfo.processInfo.environment["ROUTE_UPNP_INTERFACE"]
+        // Port 0 means libupnp's fixed default (49152), which another route may hold: on a bind
+        // failure try other ports. Binding also fails briefly right after an interface comes up.
         var code = UpnpInit2(interface, 0)
-        // Right after an interface comes up, binding can fail briefly (IPv6 still settling): retry.
         var tries = 0
         while code == UPNP_E_SOCKET_BIND || code == UPNP_E_INIT_FAILED, tries < 10 {
             UpnpFinish()
-            Thread.sleep(forTimeInterval: 0.2)
-            code = UpnpInit2(interface, 0)
+            Thread.sleep(forTimeInterval: 0.05 * Double(tries))
+            code = UpnpInit2(interface, UInt16.random(in: 49153...60999))
             tries += 1
         }
         guard code == UPNP_E_SUCCESS else {
             throw UPnPError(code: code, context: "UPnP could not start" + (interface.map { " on interface \($0)" } ?? "")
-                + "; set ROUTE_UPNP_INTERFACE to the interface facing your renderers")
+                + " (is a network interface up? ROUTE_UPNP_INTERFACE chooses one)")
         }
         UpnpSetMaxContentLength(1 << 20)
         localAddress = UpnpGetServerIpAddress().map { String(cString: $0) } ?? ""
@@ -179,7 +179,7 @@ final class UPnPStack: Sendable {
     func sendAction(_ action: String, service: ServiceInfo, arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
         let handle = self.handle
         let pairs = arguments.map { ($0.key, $0.value) }
-        return try await Self.offThread {
+        return try await Self.offThread(action) {
             var document: UnsafeMutablePointer<IXML_Document>?
             // A nil argument name makes just the action element (for actions without arguments).
             UpnpAddToAction(&document, action, service.serviceType, nil, nil)
@@ -200,7 +200,7 @@ final class UPnPStack: Sendable {
 
     /// Downloads a URL (a description or SCPD) as text.
     func download(_ url: String) async throws -> String {
-        try await Self.offThread {
+        try await Self.offThread("fetching \(url)") {
             var buffer: UnsafeMutablePointer<CChar>?
             var contentType = [CChar](repeating: 0, count: 256)
             let code = UpnpDownloadUrlItem(url, &buffer, &contentType)
@@ -214,7 +214,7 @@ final class UPnPStack: Sendable {
     /// before it expires (and reports `.subscriptionLost` when it cannot).
     func subscribe(_ eventURL: String, seconds: Int32 = 300) async throws -> String {
         let handle = self.handle
-        return try await Self.offThread {
+        return try await Self.offThread("subscribing to \(eventURL)") {
             var timeout = seconds
             var sid = [CChar](repeating: 0, count: 44)
             let code = sid.withUnsafeMutableBufferPointer { buffer in
@@ -228,19 +228,33 @@ final class UPnPStack: Sendable {
     /// Cancels a subscription (best effort: the device may already be gone).
     func unsubscribe(_ sid: String) async {
         let handle = self.handle
-        _ = try? await Self.offThread {
+        _ = try? await Self.offThread("unsubscribing", timeout: .seconds(2)) {
             var buffer = [CChar](repeating: 0, count: 44)
             for (index, byte) in sid.utf8.prefix(43).enumerated() { buffer[index] = CChar(bitPattern: byte) }
             return UpnpUnSubscribe(handle, buffer)
         }
     }
 
-    /// Runs a blocking libupnp call on a thread of its own, so the cooperative pool never blocks.
-    static func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
+    /// How long any one libupnp call may take before it counts as unanswered (libupnp's own limit is 30 s).
+    static let callTimeout: Duration = .seconds(5)
+
+    /// Runs a blocking libupnp call on a thread of its own, so the cooperative pool never blocks, and
+    /// gives up after `timeout` (UPnPError code -1). The abandoned call finishes on its thread later;
+    /// its result is dropped.
+    static func offThread<T: Sendable>(_ what: String, timeout: Duration = callTimeout,
+                                       _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let pending = Mutex<CheckedContinuation<T, any Error>?>(continuation)
+            let thread = Thread {
+                let result = Result { try body() }
+                pending.withLock { $0.take() }?.resume(with: result)
+            }
             thread.name = "route-upnp-call"
             thread.start()
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                pending.withLock { $0.take() }?.resume(throwing: UPnPError(code: -1, context: what))
+            }
         }
     }
 }

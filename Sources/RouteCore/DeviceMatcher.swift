@@ -23,8 +23,9 @@ public enum DeviceMatcher {
             let found = devices.filter(predicate)
             if !found.isEmpty { return (match, found) }
         }
-        // Close spelling: edit distance within a third of the query length, best distance only.
-        let limit = max(1, q.count / 3)
+        // Close spelling: a typo or two (edit distance within a fifth of the query), best distance only.
+        // Looser limits take "Fake Renderer" for "Lab Renderer".
+        let limit = max(1, q.count / 5)
         let scored = devices.map { ($0, editDistance(q, $0.name.lowercased())) }.filter { $0.1 <= limit }
         guard let best = scored.map(\.1).min() else { return nil }
         return (.close, scored.filter { $0.1 == best }.map(\.0))

@@ -9,6 +9,8 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
     case ambiguousDevice(query: String, matches: [String])
     /// The device could not be reached or stopped answering.
     case deviceUnreachable(device: String, reason: String)
+    /// The device answered, but with something route cannot use (a malformed description or reply).
+    case unusableDevice(device: String, reason: String)
     /// The device refused or failed a command.
     case commandFailed(device: String, command: String, reason: String)
     /// The device cannot do this at all (seek a live stream, set volume on a fixed-volume device).
@@ -30,6 +32,8 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
                 + "; give more of the name"
         case .deviceUnreachable(let device, let reason):
             return "\(device) cannot be reached: \(reason)"
+        case .unusableDevice(let device, let reason):
+            return "\(device) answered, but \(reason)"
         case .commandFailed(let device, let command, let reason):
             return "\(device) refused \(command): \(reason)"
         case .unsupported(let device, let what):

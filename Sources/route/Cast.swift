@@ -35,9 +35,19 @@ enum Cast {
         }
         defer { control.close() }
         let interrupted = InterruptFlag()
-        let signals = SignalHandlers { interrupted.set(); Task { try? await session.stop() } }
-        defer { signals.cancel() }
         let keys = KeyReader.isAvailable ? KeyReader() : nil
+        // The first Ctrl-C stops the device and ends the cast; a second one exits at once (a device
+        // that does not answer can hold the first for seconds).
+        let signals = SignalHandlers {
+            if interrupted.isSet {
+                keys?.restore()
+                printError("\r\u{1B}[Kroute cast: interrupted again; exiting without waiting for \(device.name)")
+                exit(ExitCode.interrupted.rawValue)
+            }
+            interrupted.set()
+            Task { try? await session.stop() }
+        }
+        defer { signals.cancel() }
         let keyTask = keys.map { reader in
             Task { for await key in reader.keys() { await press(key, on: session) } }
         }
@@ -92,7 +102,11 @@ enum DeviceChoice {
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
-            return try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            let device = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
+                printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
+            }
+            return device
         }
         guard Providers.discoverNetwork(providers) else {
             guard let device = local.first else { throw RouteError.unknownDevice(query: "(any)", candidates: []) }

@@ -81,3 +81,34 @@ enum Lab {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
+
+/// A fake renderer (Tests/LabTools/fake-renderer) in the lab's namespace B, misbehaving as `mode` says.
+/// For what no real peer shows on demand: SOAP faults, malformed XML, a renderer that never answers.
+final class FakeRenderer: Sendable {
+    let description: String
+    private let process: Process
+
+    /// Starts the fake on 10.77.0.2:`port` and waits until it listens.
+    init(mode: String, port: Int) async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("fake-renderer-\(port)-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
+        process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/fake-renderer").path,
+                             "--mode", mode, "--address", "10.77.0.2", "--port", String(port)]
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        description = "http://10.77.0.2:\(port)/description.xml"
+        try await Lab.until("the fake renderer (\(mode)) is ready", within: 10) {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("ready")
+        }
+    }
+
+    /// Stops the fake (it sends byebye if it took part in SSDP).
+    func stop() {
+        process.terminate()
+        waitForExit(process, seconds: 5)
+    }
+}

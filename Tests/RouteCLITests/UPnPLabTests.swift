@@ -144,6 +144,44 @@ struct UPnPLabTests {
     }
 }
 
+/// Bad peers, played by the fake renderer: each must give one clear line and a fitting exit code, fast.
+@Suite(.serialized, .enabled(if: Lab.isActive, "needs the lab: make test, or scripts/lab run swift test"))
+struct BadRendererLabTests {
+    private static let cases: [(mode: String, status: Int32, says: String)] = [
+        ("error-716", 1, "could not fetch the media (716"),
+        ("error-701", 1, "701: transition not available"),
+        ("malformed-description", 1, "is not well-formed XML"),
+        ("no-avtransport", 1, "has no AVTransport service"),
+        ("malformed-soap", 1, "was not valid UPnP"),
+        ("hang", 5, "no answer within 5 s"),
+    ]
+
+    @Test(arguments: cases.indices)
+    func aBadRendererGivesOneClearLine(index: Int) async throws {
+        let expected = Self.cases[index]
+        let fake = try await FakeRenderer(mode: expected.mode, port: 49610 + index)
+        defer { fake.stop() }
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("song.wav", seconds: 2)
+            let result = try await sandbox.run(["cast", wav, "--to", fake.description], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 30)
+            #expect(result.status == expected.status, "\(expected.mode): \(result)")
+            #expect(result.stderrLines.count == 1, "one line: \(result.stderr)")
+            #expect(result.stderr.contains(expected.says), "\(expected.mode): \(result.stderr)")
+            #expect(result.elapsed < .seconds(12), "\(expected.mode) took \(result.elapsed)")
+        }
+    }
+
+    @Test func aWrongNameIsNotQuietlyTakenForAnotherDevice() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("song.wav", seconds: 1)
+            let result = try await sandbox.run(["cast", wav, "--to", "Fake Renderer", "--timeout", "2"],
+                                              environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+            #expect(result.status == 4, "\(result)")
+            #expect(result.stderr.contains("Lab Renderer"), "the error lists the devices found")
+        }
+    }
+}
+
 extension RouteResult {
     /// Records an issue unless the run exited 0.
     func expectSuccess(sourceLocation: SourceLocation = #_sourceLocation) {
