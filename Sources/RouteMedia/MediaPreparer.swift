@@ -37,6 +37,9 @@ public final class MediaPreparer: Sendable {
         }
         item.url = url
         item.mimeType = mimeType
+        if let art = info.coverArt {
+            item.artworkURL = server.offer(data: art.data, mimeType: art.mimeType)
+        }
         if case .direct = plan {} else {
             item.size = nil
             item.isConverted = true

@@ -45,6 +45,11 @@ public final class MediaServer: Sendable {
         add(Offer(path: path, mimeType: mimeType, source: .file(size: size)))
     }
 
+    /// Offers bytes held in memory (cover art); returns their URL.
+    public func offer(data: Data, mimeType: String) -> String {
+        add(Offer(path: "", mimeType: mimeType, source: .memory(data)))
+    }
+
     /// Offers a file converted on the fly by `profile`; returns its URL. Each GET runs its own
     /// pipeline, from the start or from the offset in `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
     public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile) -> String {
@@ -68,7 +73,7 @@ public final class MediaServer: Sendable {
         let name: String
         switch offer.source {
         case .file: name = ext.isEmpty ? "media" : "media." + ext
-        case .pipeline: name = "media." + (offer.mimeType.split(separator: "/").last.map(String.init) ?? "bin")
+        case .pipeline, .memory: name = "media." + (offer.mimeType.split(separator: "/").last.map(String.init) ?? "bin")
         }
         offers.items.withLock { $0[token] = offer }
         return "\(baseURL)/m/\(token)/\(name)"
@@ -105,6 +110,8 @@ struct Offer: Sendable {
         case file(size: UInt64)
         /// A GStreamer pipeline description reading the file (see `TranscodeProfile.pipeline`).
         case pipeline(String, duration: Double?)
+        /// Bytes in memory (cover art), served whole.
+        case memory(Data)
     }
     let path: String
     let mimeType: String
@@ -232,6 +239,14 @@ final class ServerCore: @unchecked Sendable {
         switch offer.source {
         case .file(let size):
             answerFile(message, offer: offer, size: size, head: method == "HEAD")
+        case .memory(let data):
+            soup_message_headers_set_content_length(response, goffset(data.count))
+            soup_server_message_set_status(message, 200, nil)
+            guard method == "GET", !data.isEmpty else { return }
+            data.withUnsafeBytes { bytes in
+                soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_COPY,
+                                         bytes.baseAddress, gsize(bytes.count))
+            }
         case .pipeline(let description, let duration):
             soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: true))
             let start = TimeSeek.start(headers: soup_server_message_get_request_headers(message), query: query)

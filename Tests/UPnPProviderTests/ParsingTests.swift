@@ -82,13 +82,15 @@ private let description = """
 @Suite struct DIDLTests {
     @Test func metadataEscapesAndDescribesTheResource() throws {
         let item = MediaItem(url: "http://10.0.0.1:8000/m/ab/media.mp3?a=1&b=2", mimeType: "audio/mpeg",
-                             title: "Rock & <Roll>", artist: "A \"B\"", album: "C'D", duration: 65.5, size: 1234, kind: .audio)
+                             title: "Rock & <Roll>", artist: "A \"B\"", album: "C'D", duration: 65.5, size: 1234,
+                             artworkURL: "http://10.0.0.1:8000/m/cd/media.jpeg", kind: .audio)
         let didl = DIDLLite.metadata(for: item)
         #expect(didl.contains("Rock &amp; &lt;Roll&gt;"))
         #expect(didl.contains("?a=1&amp;b=2"))
         #expect(didl.contains("duration=\"0:01:05.500\""))
         #expect(didl.contains("size=\"1234\""))
         #expect(didl.contains("object.item.audioItem.musicTrack"))
+        #expect(didl.contains("<upnp:albumArtURI>http://10.0.0.1:8000/m/cd/media.jpeg</upnp:albumArtURI>"))
         #expect(didl.contains("http-get:*:audio/mpeg:DLNA.ORG_OP=01;DLNA.ORG_CI=0"))
         let root = try #require(XMLNode.parse(didl), "DIDL-Lite must be well-formed XML")
         #expect(root.all("title").first?.text == "Rock & <Roll>")
