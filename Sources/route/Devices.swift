@@ -6,7 +6,8 @@ import RouteCore
 enum Devices {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         let providers = try Providers.selected(parsed)
-        let timeout = Providers.discoverNetwork(providers) ? try CommonOptions.timeout(parsed) : 0
+        let requested = try CommonOptions.timeout(parsed)
+        let timeout = Providers.discoverNetwork(providers) ? requested : 0
         let router = MediaRouter(providers: providers)
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
