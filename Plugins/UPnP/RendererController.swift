@@ -29,10 +29,17 @@ actor RendererController: RouteController {
     private var expectingStop = false
     private var sawPlaying = false
     private var failures = 0
+    private var badReplies = 0
+    /// Counts loads: a poll answered for an earlier load must not change the status of this one.
+    private var generation = 0
     private var closed = false
 
     static let pollInterval: Duration = .seconds(1)
+    /// A poll unanswered for this long counts as a failure; with `failuresBeforeGone` and the interval,
+    /// a renderer that vanishes ends the cast within 10 s.
+    static let pollTimeout: Duration = .seconds(2)
     static let failuresBeforeGone = 3
+    static let badRepliesBeforeGone = 5
 
     private init(renderer: Renderer, stack: UPnPStack, transport: ServiceInfo) {
         self.renderer = renderer
@@ -84,6 +91,7 @@ actor RendererController: RouteController {
     nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
+        generation += 1
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
         status.itemURL = item.url
         nextItem = nil
@@ -192,11 +200,15 @@ actor RendererController: RouteController {
     private func tick(poll: Bool) async {
         guard !closed, !status.isFinal || status.state == .stopped else { return }
         if poll {
+            let asked = generation
             do {
-                let info = try await call("GetTransportInfo", on: transport, ["InstanceID": "0"])
+                let info = try await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)
+                guard generation == asked else { return }
                 if let state = info["CurrentTransportState"] { applyTransportState(state) }
                 if status.state == .playing || status.state == .paused || status.state == .loading {
-                    let position = try await call("GetPositionInfo", on: transport, ["InstanceID": "0"])
+                    // Position is best effort: some renderers fault GetPositionInfo and play fine.
+                    let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
+                    guard generation == asked else { return }
                     if let uri = position["TrackURI"] { advanceIfQueued(uri) }
                     if let rel = position["RelTime"].flatMap(DIDLLite.seconds), rel > 0 || status.state != .playing || status.position < 1 {
                         status.position = rel
@@ -205,6 +217,7 @@ actor RendererController: RouteController {
                     if let duration = position["TrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
                 }
                 failures = 0
+                badReplies = 0
             } catch let error as UPnPError where error.isUnreachable {
                 failures += 1
                 if failures >= Self.failuresBeforeGone, status.state != .stopped {
@@ -212,6 +225,10 @@ actor RendererController: RouteController {
                 }
                 return
             } catch {
+                badReplies += 1
+                if badReplies >= Self.badRepliesBeforeGone, status.state != .stopped {
+                    fail("\(device.name) keeps answering with errors (\(error))")
+                }
                 return
             }
         }
@@ -296,8 +313,9 @@ actor RendererController: RouteController {
         }
     }
 
-    /// One SOAP call (with the stack's deadline).
-    private func call(_ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
-        try await stack.sendAction(action, service: service, arguments: arguments)
+    /// One SOAP call, with the stack's deadline unless a shorter one is given.
+    private func call(_ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>,
+                      timeout: Duration = UPnPStack.callTimeout) async throws -> [String: String] {
+        try await stack.sendAction(action, service: service, arguments: arguments, timeout: timeout)
     }
 }

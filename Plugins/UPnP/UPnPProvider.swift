@@ -17,6 +17,7 @@ public struct UPnPProvider: RouteProvider {
             let task = Task {
                 do {
                     try await RendererDiscovery(stack: try UPnPStack.shared()).run { continuation.yield($0) }
+                } catch is CancellationError {
                 } catch {
                     FileHandle.standardError.write(Data("route: UPnP discovery stopped: \(error)\n".utf8))
                 }
@@ -48,6 +49,9 @@ public struct UPnPProvider: RouteProvider {
                 continue
             } catch let error as DeviceDescription.Problem {
                 throw RouteError.unusableDevice(device: address, reason: error.description)
+            } catch let error as UPnPError where error.isUnreachable {
+                // Refused or silent: no other path on the same host:port will do better.
+                throw RouteError.deviceUnreachable(device: address, reason: UPnPError.explain(error.code))
             } catch {
                 lastError = error
                 if address.hasPrefix("http://") { break }

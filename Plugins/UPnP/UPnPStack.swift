@@ -43,7 +43,7 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
         case UPNP_E_SOCKET_CONNECT: return "the connection was refused or timed out; is the device still on?"
         case UPNP_E_SOCKET_READ, UPNP_E_SOCKET_WRITE, UPNP_E_SOCKET_ERROR: return "the connection broke off"
         case UPNP_E_BAD_RESPONSE, UPNP_E_BAD_HTTPMSG: return "the device's answer was not valid UPnP"
-        case -1: return "no answer within \(UPnPStack.callTimeout.components.seconds) s"
+        case -1: return "no answer in time"
         default: return String(cString: UpnpGetErrorMessage(code)) + " (\(code))"
         }
     }
@@ -176,10 +176,11 @@ final class UPnPStack: Sendable {
 
     /// Calls a SOAP action and returns the response's arguments.
     /// - Throws: `UPnPError` with the device's UPnP error code, or libupnp's when unreachable.
-    func sendAction(_ action: String, service: ServiceInfo, arguments: KeyValuePairs<String, String>) async throws -> [String: String] {
+    func sendAction(_ action: String, service: ServiceInfo, arguments: KeyValuePairs<String, String>,
+                    timeout: Duration = callTimeout) async throws -> [String: String] {
         let handle = self.handle
         let pairs = arguments.map { ($0.key, $0.value) }
-        return try await Self.offThread(action) {
+        return try await Self.offThread(action, timeout: timeout) {
             var document: UnsafeMutablePointer<IXML_Document>?
             // A nil argument name makes just the action element (for actions without arguments).
             UpnpAddToAction(&document, action, service.serviceType, nil, nil)

@@ -14,7 +14,7 @@ public enum DeviceMatcher {
         let q = query.lowercased()
         guard !q.isEmpty else { return nil }
         let tiers: [(DeviceMatch, (MediaDevice) -> Bool)] = [
-            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) }),
+            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) || $0.deduplicationIDs.contains("ip:" + query) }),
             (.exactName, { $0.name.lowercased() == q }),
             (.prefix, { $0.name.lowercased().hasPrefix(q) }),
             (.wordPrefix, { $0.name.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } }),

@@ -55,8 +55,9 @@ public actor MediaRouter {
         return merged
     }
 
-    /// Waits until a device named by `query` is known (exact id or name, or a unique prefix), or
-    /// `timeout` seconds pass; then settles for a close spelling. Discovery must be running.
+    /// Waits until a device named exactly by `query` (its id, name or IP address) is known, or
+    /// `timeout` seconds pass; then picks by unique prefix or close spelling among all found (a
+    /// prefix cannot be known to be unique before discovery has had its time). Discovery must be running.
     /// - Throws: `RouteError.unknownDevice` or `.ambiguousDevice`, listing the devices found.
     public func waitForDevice(matching query: String, timeout: Double) async throws -> MediaDevice {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
@@ -65,7 +66,7 @@ public actor MediaRouter {
             group.addTask {
                 for await list in updates {
                     if let (match, hits) = DeviceMatcher.candidates(for: query, in: list),
-                       match <= .prefix, hits.count == 1 {
+                       match <= .exactName, hits.count == 1 {
                         return hits[0]
                     }
                 }

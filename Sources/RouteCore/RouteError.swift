@@ -43,7 +43,7 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
         case .playbackFailed(let device, let item, let reason):
             return "\(item) stopped on \(device): \(reason)"
         case .unknownAddress(let address):
-            return "no provider can reach \"\(address)\"; give an IP address, host:port, or a UPnP description URL"
+            return "no provider can reach \"\(address)\"; give host:port or a UPnP description URL, or a device's IP address or name"
         }
     }
 }

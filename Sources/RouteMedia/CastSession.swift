@@ -84,9 +84,12 @@ public actor CastSession {
                                                 reason: status.error ?? "playback failed")
             }
             if status.state == .playing, !triedQueueing, !skipping, !stopping, index + 1 < files.count {
+                // Best effort: if the next item cannot be prepared or queued now, it is loaded (and
+                // any error reported) when the current one ends; the current one plays on.
                 triedQueueing = true
-                let next = try await prepare(files[index + 1])
-                queued = try await controller.setNext(next) ? next : nil
+                if let next = try? await prepare(files[index + 1]), (try? await controller.setNext(next)) == true {
+                    queued = next
+                }
             }
             guard status.isFinal else { continue }
             index += 1
@@ -136,9 +139,15 @@ public actor CastSession {
         }
         let resume = latest.state != .paused
         let reload = position > 0 ? current.starting(at: position) : current
+        let (previousOffset, previousURL) = (offset, loadedURL)
         offset = position
         loadedURL = reload.url
-        try await controller.load(reload, autoplay: resume)
+        do {
+            try await controller.load(reload, autoplay: resume)
+        } catch {
+            (offset, loadedURL) = (previousOffset, previousURL)
+            throw error
+        }
     }
 
     /// Sets the volume (0…1).

@@ -85,7 +85,7 @@ final class PipelineStream: @unchecked Sendable {
         GStreamer.initialize()
         var failure: String?
         var sentAny = false
-        defer { finishResponse(failure: sentAny ? nil : failure) }
+        defer { finishResponse(failure: failure, afterData: sentAny) }
         var error: UnsafeMutablePointer<GError>?
         let full = "filesrc name=route_src ! \(description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
         guard let pipeline = gst_parse_launch(full, &error), error == nil else {
@@ -141,19 +141,29 @@ final class PipelineStream: @unchecked Sendable {
         }
     }
 
-    /// Ends the body (or turns a stream that never started into a 500) and drops the message (any thread).
-    private func finishResponse(failure: String?) {
+    /// Ends the response and drops the message (any thread). Success completes the body. A failure
+    /// before any data becomes a 500; a failure after some data cuts the connection, so the device
+    /// sees a broken transfer rather than a clean end (which it would take for the end of the item).
+    private func finishResponse(failure: String?, afterData: Bool) {
+        if let failure { FileHandle.standardError.write(Data("route: \(path): \(failure)\n".utf8)) }
         loop.async { [self] in
             guard let message else { return }
             if !isFinished {
-                if let failure {
-                    soup_server_message_set_status(message, 500, nil)
-                    soup_message_headers_set_encoding(soup_server_message_get_response_headers(message), SOUP_ENCODING_CONTENT_LENGTH)
-                    soup_message_headers_set_content_length(soup_server_message_get_response_headers(message), 0)
-                    FileHandle.standardError.write(Data("route: \(failure)\n".utf8))
+                if failure != nil, afterData {
+                    if let connection = soup_server_message_steal_connection(message) {
+                        g_io_stream_close(connection, nil, nil)
+                        g_object_unref(UnsafeMutableRawPointer(connection))
+                    }
+                } else {
+                    if failure != nil {
+                        let headers = soup_server_message_get_response_headers(message)
+                        soup_server_message_set_status(message, 500, nil)
+                        soup_message_headers_set_encoding(headers, SOUP_ENCODING_CONTENT_LENGTH)
+                        soup_message_headers_set_content_length(headers, 0)
+                    }
+                    soup_message_body_complete(soup_server_message_get_response_body(message))
+                    soup_server_message_unpause(message)
                 }
-                soup_message_body_complete(soup_server_message_get_response_body(message))
-                soup_server_message_unpause(message)
             }
             g_object_unref(UnsafeMutableRawPointer(message))
             self.message = nil

@@ -63,6 +63,8 @@ enum Cast {
         do {
             try await session.run()
         } catch {
+            // Leave the device quiet: it must not go on playing from a server that is about to close.
+            try? await controller.stop()
             await display.value
             throw error
         }
@@ -95,8 +97,8 @@ enum DeviceChoice {
         let local = providers.contains { $0.name == "local" } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
             if looksLikeAddress(query) { return try await router.device(at: query) }
-            // "This computer" needs no discovery: match it alone first.
-            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), match <= .prefix, hits.count == 1 {
+            // "This computer" by its name or id needs no discovery.
+            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), match <= .exactName, hits.count == 1 {
                 return hits[0]
             }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
@@ -116,6 +118,7 @@ enum DeviceChoice {
         defer { discovery.cancel() }
         try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
         let devices = await router.devices
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "(any)", candidates: []) }
         if devices.count == 1 { return devices[0] }
         guard KeyReader.isAvailable else {
             throw RouteError.ambiguousDevice(query: "(no --to)", matches: devices.map(\.name))
@@ -123,12 +126,10 @@ enum DeviceChoice {
         return try Picker.choose(from: devices)
     }
 
-    /// An IP address, `host:port`, or URL: asked directly, without discovery.
+    /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
+    /// it is matched against the addresses of the devices discovery finds.)
     static func looksLikeAddress(_ text: String) -> Bool {
         if text.hasPrefix("http://") || text.hasPrefix("https://") { return true }
-        let host = text.split(separator: ":").first.map(String.init) ?? text
-        let octets = host.split(separator: ".")
-        if octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) { return true }
         return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
     }
 }

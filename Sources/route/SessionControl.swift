@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import Synchronization
 
 /// A request to a running cast.
 struct ControlRequest: Codable {
@@ -49,8 +50,7 @@ enum SessionDirectory {
 
 /// The listening side, run by `route cast` for as long as it plays.
 final class SessionControlServer: @unchecked Sendable {
-    // Safety: `fd` and `path` are set once in init; `closed` is only read by the accept thread
-    // after `close()` shuts the socket, which makes accept() fail.
+    // Safety: `fd` and `path` are set once in init; `closed` is atomic; `answering` is guarded by `busy`.
     private let fd: Int32
     private let path: String
     private let handler: @Sendable (ControlRequest) async -> ControlReply
@@ -58,6 +58,7 @@ final class SessionControlServer: @unchecked Sendable {
     /// so `route stop` gets its answer before the cast process exits.
     private let busy = NSCondition()
     private var answering = false
+    private let closed = Atomic<Bool>(false)
 
     /// Listens for `device`. Fails when another live `route cast` already controls that device.
     init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
@@ -85,9 +86,10 @@ final class SessionControlServer: @unchecked Sendable {
     }
 
     private func acceptLoop() {
-        while true {
+        while !closed.load(ordering: .sequentiallyConsistent) {
             let client = accept(fd, nil, nil)
             if client < 0 { if errno == EINTR { continue } else { return } }
+            ControlClient.setTimeouts(client, seconds: 2)
             busy.lock(); answering = true; busy.unlock()
             let reply: ControlReply
             if let line = ControlClient.readLine(client),
@@ -113,6 +115,7 @@ final class SessionControlServer: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: 2)
         while answering, busy.wait(until: deadline) {}
         busy.unlock()
+        closed.store(true, ordering: .sequentiallyConsistent)
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
         unlink(path)
@@ -129,6 +132,8 @@ enum ControlClient {
     static func send(_ request: ControlRequest, to path: String) throws -> ControlReply {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
+        // Longer than a device command may take (5 s for a renderer that does not answer).
+        setTimeouts(fd, seconds: 8)
         var address = try UnixAddress(path)
         guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             throw RouteError.deviceUnreachable(device: path, reason: String(cString: strerror(errno)))
@@ -149,6 +154,14 @@ enum ControlClient {
             }
             return (path, device)
         }
+    }
+
+    /// Reads and writes on a control connection give up after `seconds`: a suspended `route cast`
+    /// (Ctrl-Z) or a silent client must not hang the other side.
+    static func setTimeouts(_ fd: Int32, seconds: Int) {
+        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) {

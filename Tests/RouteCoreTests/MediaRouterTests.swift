@@ -121,10 +121,23 @@ struct FixedProvider: RouteProvider {
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         let start = ContinuousClock.now
-        let found = try await router.waitForDevice(matching: "garden", timeout: 20)
+        let found = try await router.waitForDevice(matching: "GARDEN speaker", timeout: 20)
         let elapsed = ContinuousClock.now - start
         #expect(found.id == "cast-garden")
         #expect(elapsed < .seconds(5), "waited \(elapsed) for a device sent after 0.3 s; the timeout was 20 s")
+    }
+
+    @Test func aPrefixWaitsForDiscoverySoALaterNamesakeMakesItAmbiguous() async throws {
+        let gardenLight = MediaDevice(id: "upnp-garden-light", name: "Garden Light", kind: .tv, protocolName: "upnp",
+                                      capabilities: .video, volumeControl: .none, accepts: .anything)
+        let router = MediaRouter(providers: [
+            FixedProvider(name: "cast", script: [(0, [speaker])]),
+            FixedProvider(name: "upnp", script: [(0.1, [gardenLight])]),
+        ])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        await #expect(throws: RouteError.self) { try await router.waitForDevice(matching: "garden", timeout: 3) }
+        #expect(try await router.waitForDevice(matching: "garden s", timeout: 0.5).id == "cast-garden")
     }
 
     @Test func waitForDeviceThrowsUnknownDeviceAfterTheTimeout() async {
