@@ -136,8 +136,10 @@ actor RendererDiscovery {
     /// When each device last said byebye: a search reply can arrive late (after the random MX
     /// delay) from a device that is shutting down, and must not bring it back.
     private var farewells: [String: ContinuousClock.Instant] = [:]
-    /// Descriptions found unusable, logged once each.
-    private var rejected: Set<String> = []
+    /// Locations whose description was unusable or unanswered, and when: logged once, and not
+    /// asked again for `rejectionBackoff`.
+    private var rejected: [String: ContinuousClock.Instant] = [:]
+    static let rejectionBackoff: Duration = .seconds(60)
     static let farewellQuarantine: Duration = .seconds(3)
     private var publish: (@Sendable ([MediaDevice]) -> Void)?
 
@@ -180,23 +182,30 @@ actor RendererDiscovery {
                 return
             }
             guard deviceType.contains(":device:MediaRenderer:") else { return }
+            if let rejectedAt = rejected[location], now - rejectedAt < Self.rejectionBackoff { return }
             entries[udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
-            do {
-                let renderer = try await Renderer.describe(location, stack: stack)
-                guard entries[udn] != nil else { return }
-                entries[udn]?.renderer = renderer
-                changed()
-            } catch {
-                entries[udn] = nil
-                if rejected.insert(location).inserted {
-                    FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
-                }
-            }
+            // Described off the event loop: one slow renderer must not hold up every other event.
+            Task { await self.describe(udn: udn, location: location) }
         case .byebye(let udn):
             farewells[udn] = .now
             if entries.removeValue(forKey: udn) != nil { changed() }
         case .event, .subscriptionLost:
             break
+        }
+    }
+
+    private func describe(udn: String, location: String) async {
+        do {
+            let renderer = try await Renderer.describe(location, stack: stack)
+            guard entries[udn] != nil else { return }
+            entries[udn]?.renderer = renderer
+            rejected[location] = nil
+            changed()
+        } catch {
+            entries[udn] = nil
+            if rejected.updateValue(.now, forKey: location) == nil {
+                FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
+            }
         }
     }
 
