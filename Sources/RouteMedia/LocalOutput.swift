@@ -56,18 +56,26 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     init(device: MediaDevice) throws {
         GStreamer.initialize()
         self.device = device
+        // Sinks first: an invalid description throws before anything needs releasing.
+        let environment = ProcessInfo.processInfo.environment
+        let audioSink = try environment["ROUTE_AUDIO_SINK"].flatMap { $0.isEmpty ? nil : $0 }
+            .map { try GStreamer.bin(from: $0, purpose: "ROUTE_AUDIO_SINK") }
+        let headless = (environment["DISPLAY"] ?? "").isEmpty && (environment["WAYLAND_DISPLAY"] ?? "").isEmpty
+        let videoDescription = environment["ROUTE_VIDEO_SINK"].flatMap { $0.isEmpty ? nil : $0 } ?? (headless ? "fakesink sync=true" : nil)
+        let videoSink: UnsafeMutablePointer<GstElement>?
+        do {
+            videoSink = try videoDescription.map { try GStreamer.bin(from: $0, purpose: "ROUTE_VIDEO_SINK") }
+        } catch {
+            if let audioSink { gst_object_unref(audioSink) }
+            throw error
+        }
         guard let element = gst_element_factory_make("playbin", "route-local") else {
+            for sink in [audioSink, videoSink].compactMap({ $0 }) { gst_object_unref(sink) }
             throw MediaError.pipeline("GStreamer has no playbin element; install gstreamer1.0-plugins-base")
         }
         playbin = element
-        let environment = ProcessInfo.processInfo.environment
-        if let audio = environment["ROUTE_AUDIO_SINK"], !audio.isEmpty {
-            route_object_set_object(playbin, "audio-sink", try GStreamer.bin(from: audio, purpose: "ROUTE_AUDIO_SINK"))
-        }
-        let headless = (environment["DISPLAY"] ?? "").isEmpty && (environment["WAYLAND_DISPLAY"] ?? "").isEmpty
-        if let video = environment["ROUTE_VIDEO_SINK"].flatMap({ $0.isEmpty ? nil : $0 }) ?? (headless ? "fakesink sync=true" : nil) {
-            route_object_set_object(playbin, "video-sink", try GStreamer.bin(from: video, purpose: "ROUTE_VIDEO_SINK"))
-        }
+        if let audioSink { route_object_set_object(playbin, "audio-sink", audioSink) }
+        if let videoSink { route_object_set_object(playbin, "video-sink", videoSink) }
         // The thread holds the player only while handling one message, so a player dropped without
         // close() is still freed (deinit), and the thread then ends.
         let thread = Thread { [weak self] in

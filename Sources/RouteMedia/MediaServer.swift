@@ -153,7 +153,13 @@ final class ServerCore: @unchecked Sendable {
             Unmanaged<ServerCore>.fromOpaque(data!).release()
         })
         self.server = server
-        let socket = try Self.listeningSocket(address: address, port: port)
+        let socket: UnsafeMutablePointer<GSocket>
+        do {
+            socket = try Self.listeningSocket(address: address, port: port)
+        } catch {
+            disconnect()
+            throw error
+        }
         defer { g_object_unref(UnsafeMutableRawPointer(socket)) }
         var error: UnsafeMutablePointer<GError>?
         guard soup_server_listen_socket(server, socket, SoupServerListenOptions(rawValue: 0), &error) != 0 else {

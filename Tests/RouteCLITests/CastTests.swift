@@ -76,6 +76,16 @@ import Testing
 }
 
 @Suite(.timeLimit(.minutes(1))) struct CastPlaybackTests {
+    @Test func anInvalidSinkDescriptionIsOneClearLine() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("sample.wav", seconds: 1)
+            let result = try await sandbox.run(["cast", wav, "--to", "this"], environment: ["ROUTE_AUDIO_SINK": "nosuchsink x=1"])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderrLines.count == 1)
+            #expect(result.stderr.contains("ROUTE_AUDIO_SINK") && result.stderr.contains("nosuchsink"))
+        }
+    }
+
     @Test func castToThisComputerPlaysToTheEnd() async throws {
         try await inSandbox { sandbox in
             let wav = try await sandbox.wav("sample.wav", seconds: 2)
