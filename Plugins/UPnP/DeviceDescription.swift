@@ -108,9 +108,9 @@ enum ProtocolInfo {
         return result
     }
 
-    /// The protocolInfo to put in DIDL-Lite `res` for a MIME type (DLNA flags as for our server).
-    static func forResource(mimeType: String, transcoded: Bool) -> String {
-        "http-get:*:\(mimeType):DLNA.ORG_OP=\(transcoded ? "10" : "01");DLNA.ORG_CI=\(transcoded ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
+    /// The protocolInfo to put in DIDL-Lite `res` for an item: its MIME type and how route serves it.
+    static func forResource(_ item: MediaItem) -> String {
+        "http-get:*:\(item.mimeType):\(MediaItem.dlnaFeatures(converted: item.isConverted))"
     }
 }
 
@@ -122,7 +122,7 @@ enum DIDLLite {
         if item.kind.contains(.video) { upnpClass = "object.item.videoItem" }
         else if item.kind.contains(.audio) { upnpClass = "object.item.audioItem.musicTrack" }
         else { upnpClass = "object.item.imageItem.photo" }
-        var res = "<res protocolInfo=\"\(xmlEscape(ProtocolInfo.forResource(mimeType: item.mimeType, transcoded: item.size == nil)))\""
+        var res = "<res protocolInfo=\"\(xmlEscape(ProtocolInfo.forResource(item)))\""
         if let duration = item.duration { res += " duration=\"\(durationString(duration))\"" }
         if let size = item.size { res += " size=\"\(size)\"" }
         res += ">\(xmlEscape(item.url))</res>"

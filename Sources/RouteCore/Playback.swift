@@ -95,6 +95,16 @@ public struct MediaItem: Sendable, Hashable, Codable {
     }
 }
 
+extension MediaItem {
+    /// The DLNA features of how route serves this item — the media server's `contentFeatures.dlna.org`
+    /// header and the fourth field of a DIDL-Lite `protocolInfo` must say the same. A file: byte
+    /// seek (OP=01), not converted (CI=0); a converted stream: time seek only (OP=10), converted (CI=1).
+    /// Flags: streaming transfer, background transfer, connection stalling.
+    public static func dlnaFeatures(converted: Bool) -> String {
+        "DLNA.ORG_OP=\(converted ? "10" : "01");DLNA.ORG_CI=\(converted ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
+    }
+}
+
 /// A seek request as a person types it: `90`, `1:30`, `1:02:03` (absolute) or `+30`, `-10` (relative).
 public enum SeekTarget: Sendable, Hashable {
     case absolute(Double)

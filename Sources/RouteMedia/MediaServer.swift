@@ -4,6 +4,7 @@
 import CRouteShim
 import CSoup
 import Foundation
+import RouteCore
 import Synchronization
 
 /// Serves offered items, and nothing else, on one local address.
@@ -254,7 +255,7 @@ final class ServerCore: @unchecked Sendable {
                                          bytes.baseAddress, gsize(bytes.count))
             }
         case .pipeline(let description, let duration):
-            soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: true))
+            soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true))
             let start = TimeSeek.start(headers: soup_server_message_get_request_headers(message), query: query)
             if let start, let duration {
                 soup_message_headers_replace(response, "TimeSeekRange.dlna.org", TimeSeek.header(start: start, duration: duration))
@@ -270,7 +271,7 @@ final class ServerCore: @unchecked Sendable {
         let request = soup_server_message_get_request_headers(message)
         let response = soup_server_message_get_response_headers(message)
         soup_message_headers_replace(response, "Accept-Ranges", "bytes")
-        soup_message_headers_replace(response, "contentFeatures.dlna.org", DLNA.contentFeatures(transcoded: false))
+        soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: false))
         var start: UInt64 = 0
         var length = size
         if soup_message_headers_get_one(request, "Range") != nil {
@@ -353,14 +354,5 @@ private final class FileStream {
         remaining -= UInt64(got)
         soup_message_body_append(body, SOUP_MEMORY_TAKE, buffer, gsize(got))
         if remaining == 0 { soup_message_body_complete(body) }
-    }
-}
-
-/// DLNA header values.
-enum DLNA {
-    /// `contentFeatures.dlna.org`: OP=01 (byte seek) for files, OP=10 (time seek) and CI=1 for transcoded
-    /// streams; flags: streaming transfer, background and connection stalling.
-    static func contentFeatures(transcoded: Bool) -> String {
-        "DLNA.ORG_OP=\(transcoded ? "10" : "01");DLNA.ORG_CI=\(transcoded ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
     }
 }
