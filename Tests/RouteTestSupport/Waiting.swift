@@ -8,30 +8,26 @@ import Synchronization
 public func firstValue<T: Sendable>(
     in stream: AsyncStream<T>, within seconds: Double, where predicate: @escaping @Sendable (T) -> Bool = { _ in true }
 ) async -> T? {
-    await withTaskGroup(of: T?.self) { group in
-        group.addTask {
-            for await value in stream where predicate(value) { return value }
-            return nil
-        }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+    await withDeadline(seconds) {
+        for await value in stream where predicate(value) { return value }
+        return nil
     }
 }
 
 /// Every element of `stream` until it ends, or nil when it has not ended after `seconds`.
 public func allValues<T: Sendable>(of stream: AsyncStream<T>, within seconds: Double) async -> [T]? {
-    await withTaskGroup(of: [T]?.self) { group in
-        group.addTask {
-            var values: [T] = []
-            for await value in stream { values.append(value) }
-            // Cancellation also ends the loop; that is the timeout, not the stream's end.
-            return Task.isCancelled ? nil : values
-        }
+    await withDeadline(seconds) {
+        var values: [T] = []
+        for await value in stream { values.append(value) }
+        // Cancellation also ends the loop; that is the timeout, not the stream's end.
+        return Task.isCancelled ? nil : values
+    }
+}
+
+/// What `body` returns, or nil when `seconds` pass first (`body` is then cancelled).
+public func withDeadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async -> T?) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
         group.addTask {
             try? await Task.sleep(for: .seconds(seconds))
             return nil
