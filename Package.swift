@@ -31,17 +31,18 @@ let package = Package(
             dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"]
         ),
         .target(name: "RouteCore", swiftSettings: swift6),
+        .target(name: "RouteGLib", dependencies: ["CSoup"], swiftSettings: swift6),
         .target(
             name: "RouteMedia",
-            dependencies: ["RouteCore", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
+            dependencies: ["RouteCore", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
             swiftSettings: swift6
         ),
-        .target(name: "UPnPProvider", dependencies: ["RouteCore", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
+        .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport"], swiftSettings: swift6),
-        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
     ]
 )

@@ -39,40 +39,55 @@ struct DeviceDescription: Sendable, Hashable {
 
     /// Errors a person can act on when a description is unusable.
     enum Problem: Error, CustomStringConvertible {
-        case malformed(String)
         case missing(String, String)
+        case foreignURL(String, what: String, url: String)
 
         var description: String {
             switch self {
-            case .malformed(let location): return "the device description at \(location) is not well-formed XML"
             case .missing(let location, let what): return "the device description at \(location) has no \(what)"
+            case .foreignURL(let location, let what, let url):
+                return "the device description at \(location) sends its \(what) to another host (\(url)); route only talks to the device's own host"
             }
         }
     }
 
-    /// Parses a description fetched from `location` (relative URLs resolve against URLBase or it).
-    static func parse(_ text: String, location: String) throws(Problem) -> DeviceDescription {
-        guard let root = XMLNode.parse(text) else { throw .malformed(location) }
+    /// Reads a description fetched from `location` (relative URLs resolve against URLBase or it). Every
+    /// service URL must be on the description's own host: a description must not make route send requests
+    /// to another machine, or to this one's loopback services.
+    static func parse(_ root: XMLNode, location: String) throws(Problem) -> DeviceDescription {
         guard let device = root.child("device") else { throw .missing(location, "<device> element") }
-        let base = URL(string: root.value("URLBase") ?? location) ?? URL(string: location)
-        func absolute(_ path: String?) -> String {
+        let locationURL = URL(string: location)
+        let base = root.value("URLBase").flatMap { URL(string: $0) } ?? locationURL
+        func absolute(_ path: String?, what: String, required: Bool) throws(Problem) -> String {
             guard let path, !path.isEmpty else { return "" }
-            return URL(string: path, relativeTo: base)?.absoluteString ?? path
+            guard let url = URL(string: path, relativeTo: base)?.absoluteURL, url.scheme?.lowercased() == "http",
+                  let host = url.host?.lowercased(), host == locationURL?.host?.lowercased() else {
+                if required { throw .foreignURL(location, what: what, url: DisplayText.clean(path)) }
+                return ""
+            }
+            return url.absoluteString
         }
         guard let udn = device.value("UDN"), !udn.isEmpty else { throw .missing(location, "UDN") }
-        let services = device.all("service").map { s in
-            ServiceInfo(serviceType: s.value("serviceType") ?? "", serviceID: s.value("serviceId") ?? "",
-                        controlURL: absolute(s.value("controlURL")), eventURL: absolute(s.value("eventSubURL")),
-                        scpdURL: absolute(s.value("SCPDURL")))
+        var services: [ServiceInfo] = []
+        for s in device.all("service") {
+            services.append(ServiceInfo(
+                serviceType: s.value("serviceType") ?? "", serviceID: s.value("serviceId") ?? "",
+                controlURL: try absolute(s.value("controlURL"), what: "control requests", required: true),
+                eventURL: try absolute(s.value("eventSubURL"), what: "event subscriptions", required: true),
+                scpdURL: try absolute(s.value("SCPDURL"), what: "service description requests", required: true)))
         }
-        let icons = device.all("icon").map { i in
-            IconInfo(mimeType: i.value("mimetype") ?? "", width: Int(i.value("width") ?? "") ?? 0,
-                     height: Int(i.value("height") ?? "") ?? 0, url: absolute(i.value("url")))
+        var icons: [IconInfo] = []
+        for i in device.all("icon") {
+            let url = try absolute(i.value("url"), what: "icon", required: false)
+            guard !url.isEmpty else { continue }
+            icons.append(IconInfo(mimeType: i.value("mimetype") ?? "", width: NetworkNumber.int(i.value("width"), in: 0...8192) ?? 0,
+                                  height: NetworkNumber.int(i.value("height"), in: 0...8192) ?? 0, url: url))
         }
-        let name = device.value("friendlyName").flatMap { $0.isEmpty ? nil : $0 } ?? device.value("modelName") ?? udn
-        return DeviceDescription(location: location, udn: udn, deviceType: device.value("deviceType") ?? "",
-                                 friendlyName: name, manufacturer: device.value("manufacturer") ?? "",
-                                 modelName: device.value("modelName") ?? "", services: services, icons: icons)
+        let name = device.value("friendlyName").map { DisplayText.clean($0) }.flatMap { $0.isEmpty ? nil : $0 }
+            ?? device.value("modelName").map { DisplayText.clean($0) } ?? DisplayText.clean(udn)
+        return DeviceDescription(location: location, udn: DisplayText.clean(udn), deviceType: device.value("deviceType") ?? "",
+                                 friendlyName: name, manufacturer: DisplayText.clean(device.value("manufacturer") ?? ""),
+                                 modelName: DisplayText.clean(device.value("modelName") ?? ""), services: services, icons: icons)
     }
 
     /// The device as the router sees it; `sink` is GetProtocolInfo's Sink (may be empty if unknown).
@@ -141,17 +156,5 @@ enum DIDLLite {
         let whole = Int(total)
         return String(format: "%d:%02d:%02d.%03d", whole / 3600, (whole % 3600) / 60, whole % 60,
                       Int(((total - Double(whole)) * 1000).rounded()) % 1000)
-    }
-
-    /// Parses `H:MM:SS(.fff)`; nil for `NOT_IMPLEMENTED` and other non-times.
-    static func seconds(_ text: String) -> Double? {
-        let parts = text.split(separator: ":")
-        guard parts.count == 3 else { return nil }
-        var total = 0.0
-        for part in parts {
-            guard let value = Double(part) else { return nil }
-            total = total * 60 + value
-        }
-        return total
     }
 }

@@ -60,7 +60,7 @@ actor RendererController: RouteController {
     }
 
     private func start() async {
-        if let scpd = try? await stack.download(transport.scpdURL), let root = XMLNode.parse(scpd) {
+        if let root = try? await stack.fetchDocument(transport.scpdURL) {
             let modes = root.all("stateVariable").first { $0.value("name") == "A_ARG_TYPE_SeekMode" }?
                 .all("allowedValue").map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) } ?? []
             if !modes.contains("REL_TIME"), modes.contains("ABS_TIME") { seekUnit = "ABS_TIME" }
@@ -74,7 +74,7 @@ actor RendererController: RouteController {
             if let sid = try? await stack.subscribe(service.eventURL) { subscriptions.insert(sid) }
         }
         if let rendering, let reply = try? await call("GetVolume", on: rendering, ["InstanceID": "0", "Channel": "Master"]),
-           let volume = Double(reply["CurrentVolume"] ?? "") {
+           let volume = NetworkNumber.double(reply["CurrentVolume"], in: 0...100) {
             status.volume = volume / 100
         }
         tasks.append(Task { [weak self] in
@@ -183,9 +183,9 @@ actor RendererController: RouteController {
             let changes = LastChange.parse(lastChange)
             if let uri = changes["AVTransportURI"] ?? changes["CurrentTrackURI"] { advanceIfQueued(uri) }
             if let state = changes["TransportState"] { applyTransportState(state) }
-            if let volume = changes["Volume"].flatMap(Double.init) { status.volume = volume / 100 }
+            if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
-            if let duration = changes["CurrentTrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
+            if let duration = NetworkNumber.clock(changes["CurrentTrackDuration"]), duration > 0 { status.duration = duration }
             publish()
         case .byebye(let udn) where udn == renderer.description.udn:
             fail("\(device.name) left the network (it sent ssdp:byebye)")
@@ -210,11 +210,11 @@ actor RendererController: RouteController {
                     let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
                     guard generation == asked else { return }
                     if let uri = position["TrackURI"] { advanceIfQueued(uri) }
-                    if let rel = position["RelTime"].flatMap(DIDLLite.seconds), rel > 0 || status.state != .playing || status.position < 1 {
+                    if let rel = NetworkNumber.clock(position["RelTime"]), rel > 0 || status.state != .playing || status.position < 1 {
                         status.position = rel
                         positionAt = .now
                     }
-                    if let duration = position["TrackDuration"].flatMap(DIDLLite.seconds), duration > 0 { status.duration = duration }
+                    if let duration = NetworkNumber.clock(position["TrackDuration"]), duration > 0 { status.duration = duration }
                 }
                 failures = 0
                 badReplies = 0

@@ -44,17 +44,15 @@ public struct UPnPProvider: RouteProvider {
         for location in candidates {
             do {
                 return try await Renderer.describe(location, stack: stack).device
-            } catch let error as UPnPError where error.code > 0 || !error.isUnreachable {
+            } catch let error as DocumentProblem where error.status != nil && candidates.count > 1 {
+                // Not at this path (404): try the next usual one.
                 lastError = error
                 continue
-            } catch let error as DeviceDescription.Problem {
-                throw RouteError.unusableDevice(device: address, reason: error.description)
             } catch let error as UPnPError where error.isUnreachable {
                 // Refused or silent: no other path on the same host:port will do better.
                 throw RouteError.deviceUnreachable(device: address, reason: UPnPError.explain(error.code))
             } catch {
-                lastError = error
-                if address.hasPrefix("http://") { break }
+                throw RouteError.unusableDevice(device: address, reason: "\(error)")
             }
         }
         if address.hasPrefix("http://") {
@@ -91,14 +89,13 @@ struct Renderer: Sendable {
     static let cacheLifetime: Duration = .seconds(30)
 
     /// Fetches and parses the description, then asks ConnectionManager what it accepts.
-    /// - Throws: `UPnPError` when the device does not answer (in time); `DeviceDescription.Problem`
-    ///   when its description is unusable.
+    /// - Throws: `UPnPError` when the device does not answer (in time); `DocumentProblem` or
+    ///   `DeviceDescription.Problem` when its description is unusable.
     static func describe(_ location: String, stack: UPnPStack) async throws -> Renderer {
         if let cached = cache.withLock({ $0[location] }), ContinuousClock.now - cached.at < cacheLifetime {
             return cached.renderer
         }
-        let text = try await stack.download(location)
-        let description = try DeviceDescription.parse(text, location: location)
+        let description = try DeviceDescription.parse(try await stack.fetchDocument(location), location: location)
         guard description.service("AVTransport") != nil else {
             throw DeviceDescription.Problem.missing(location, "AVTransport service (not a media renderer)")
         }
@@ -171,7 +168,7 @@ actor RendererDiscovery {
 
     private func handle(_ event: UPnPEvent) async {
         switch event {
-        case .alive(let udn, let deviceType, let location, let maxAge, let announced):
+        case .alive(let udn, let deviceType, let location, let maxAge, let announced, let sender):
             let now = ContinuousClock.now
             if !announced, let farewell = farewells[udn], now - farewell < Self.farewellQuarantine { return }
             let expires = now + .seconds(max(maxAge, 30))
@@ -183,6 +180,12 @@ actor RendererDiscovery {
             }
             guard deviceType.contains(":device:MediaRenderer:") else { return }
             if let rejectedAt = rejected[location], now - rejectedAt < Self.rejectionBackoff { return }
+            // A device describes itself: a reply that points anywhere but at its own address (at this
+            // machine's loopback services, say) is not fetched.
+            guard Self.isOwnLocation(location, sender: sender) else {
+                reject(location, "it came from \(sender.isEmpty ? "an unknown address" : sender) but points elsewhere")
+                return
+            }
             entries[udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
             // Described off the event loop: one slow renderer must not hold up every other event.
             Task { await self.describe(udn: udn, location: location) }
@@ -203,10 +206,22 @@ actor RendererDiscovery {
             changed()
         } catch {
             entries[udn] = nil
-            if rejected.updateValue(.now, forKey: location) == nil {
-                FileHandle.standardError.write(Data("route: ignoring the renderer at \(location): \(error)\n".utf8))
-            }
+            reject(location, "\(error)")
         }
+    }
+
+    /// Ignores a location for `rejectionBackoff`, saying why once.
+    private func reject(_ location: String, _ reason: String) {
+        if rejected.updateValue(.now, forKey: location) == nil {
+            let line = "route: ignoring the renderer at \(location): \(reason)"
+            FileHandle.standardError.write(Data((DisplayText.clean(line, limit: DisplayText.messageLimit) + "\n").utf8))
+        }
+    }
+
+    /// Whether an SSDP `location` is an http:// URL on the host the packet came from.
+    static func isOwnLocation(_ location: String, sender: String) -> Bool {
+        guard let url = URL(string: location), url.scheme?.lowercased() == "http", let host = url.host, !sender.isEmpty else { return false }
+        return host == sender
     }
 
     /// Drops expired entries, and those that missed the last search and no longer serve their description.
@@ -216,7 +231,7 @@ actor RendererDiscovery {
         for (udn, entry) in entries {
             var gone = entry.expires < now
             if !gone, entry.lastSeen < searchedAt, let location = entry.renderer?.description.location {
-                gone = (try? await stack.download(location)) == nil
+                gone = (try? await stack.fetchDocument(location)) == nil
             }
             if gone, entries.removeValue(forKey: udn) != nil { removed = true }
         }

@@ -1,9 +1,10 @@
-// UPnPStack: the one choke point for libupnp — start-up, the client callback, SOAP actions, downloads and
+// UPnPStack: the one choke point for libupnp — start-up, the client callback, SOAP actions, document fetches and
 // GENA subscriptions — turning its error codes into Swift errors a person can act on.
 
 import CUPnP
 import Foundation
 import RouteCore
+import RouteGLib
 import Synchronization
 
 /// An error from libupnp or from a device's SOAP fault.
@@ -52,8 +53,8 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
 /// Events from libupnp's client callback, already copied out of C memory.
 enum UPnPEvent: Sendable {
     /// A search reply (`announced` false) or an ssdp:alive (true): `udn` (uuid:…), description
-    /// `location`, `maxAge` seconds.
-    case alive(udn: String, deviceType: String, location: String, maxAge: Int, announced: Bool)
+    /// `location`, `maxAge` seconds, and the address the packet came from (`sender`, empty if unknown).
+    case alive(udn: String, deviceType: String, location: String, maxAge: Int, announced: Bool, sender: String)
     /// An ssdp:byebye.
     case byebye(udn: String)
     /// A GENA NOTIFY: the subscription id and the changed variables (name → value).
@@ -62,10 +63,91 @@ enum UPnPEvent: Sendable {
     case subscriptionLost(sid: String)
 }
 
+/// A device's document that route cannot use: `problem` completes "the document at URL …".
+struct DocumentProblem: Error, CustomStringConvertible, Equatable {
+    let url: String
+    let problem: String
+    /// The HTTP status, when the device answered with one other than 200.
+    var status: Int?
+
+    var description: String { "the document at \(url) \(problem)" }
+}
+
+/// The numeric host of a socket address (`10.0.0.5`), or "" when there is none.
+private func numericHost(_ address: UnsafePointer<sockaddr_storage>?) -> String {
+    guard let address else { return "" }
+    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+    let length = socklen_t(address.pointee.ss_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+    let code = address.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+    }
+    return code == 0 ? String(cString: host) : ""
+}
+
+extension XMLNode {
+    /// Copies a libupnp DOM into a bounded tree, walking it with its parent links instead of recursion,
+    /// and within `limits` (libupnp has already parsed it; printing it to parse it again would cost twice).
+    init(ixml document: UnsafeMutablePointer<IXML_Document>, limits: XMLLimits) throws(XMLProblem) {
+        let top = UnsafeMutableRawPointer(document).assumingMemoryBound(to: IXML_Node.self)
+        var open: [XMLNode] = []
+        var root: XMLNode?
+        var elements = 0
+        var current = ixmlNode_getFirstChild(top)
+        func close() {
+            guard let done = open.popLast() else { return }
+            if open.isEmpty { root = root ?? done } else { open[open.count - 1].children.append(done) }
+        }
+        while let node = current {
+            let type = UInt32(ixmlNode_getNodeType(node))
+            if type == eELEMENT_NODE.rawValue {
+                elements += 1
+                guard open.count < limits.maxDepth else { throw .tooDeep(limits.maxDepth) }
+                guard elements <= limits.maxElements else { throw .tooManyElements(limits.maxElements) }
+                open.append(XMLNode(name: Self.localName(node), attributes: Self.attributes(node)))
+                if let child = ixmlNode_getFirstChild(node) { current = child; continue }
+                close()
+            } else if type == eTEXT_NODE.rawValue || type == eCDATA_SECTION_NODE.rawValue, !open.isEmpty,
+                      open[open.count - 1].text.utf8.count < limits.maxText, let value = ixmlNode_getNodeValue(node) {
+                open[open.count - 1].text += String(cString: value)
+            }
+            // On to the next sibling, closing every element whose children are done on the way up.
+            var at: UnsafeMutablePointer<IXML_Node>? = node
+            current = nil
+            while let here = at {
+                if let sibling = ixmlNode_getNextSibling(here) { current = sibling; break }
+                guard let parent = ixmlNode_getParentNode(here), parent != top else { break }
+                close()
+                at = parent
+            }
+        }
+        while !open.isEmpty { close() }
+        guard let root else { throw .malformed }
+        self = root
+    }
+
+    private static func localName(_ node: UnsafeMutablePointer<IXML_Node>) -> String {
+        if let local = ixmlNode_getLocalName(node) { return String(cString: local) }
+        let name = ixmlNode_getNodeName(node).map { String(cString: $0) } ?? ""
+        return name.split(separator: ":").last.map(String.init) ?? name
+    }
+
+    private static func attributes(_ node: UnsafeMutablePointer<IXML_Node>) -> [String: String] {
+        var result: [String: String] = [:]
+        var attribute = node.pointee.firstAttr
+        while let current = attribute, result.count < 64 {
+            if let name = ixmlNode_getNodeName(current) {
+                result[String(cString: name)] = ixmlNode_getNodeValue(current).map { String(cString: $0) } ?? ""
+            }
+            attribute = current.pointee.nextSibling
+        }
+        return result
+    }
+}
+
 /// libupnp, started once per process, with one client handle.
 ///
 /// Threads: libupnp calls `callback` on its own thread pool; events are fanned out through
-/// `events` (a Broadcast, thread-safe). Blocking calls (`sendAction`, `download`, `subscribe`) run
+/// `events` (a Broadcast, thread-safe). Blocking calls (`sendAction`, `subscribe`) run
 /// off the cooperative pool on their own threads.
 final class UPnPStack: Sendable {
     /// The process-wide stack, started on first use.
@@ -108,7 +190,9 @@ final class UPnPStack: Sendable {
             throw UPnPError(code: code, context: "UPnP could not start" + (interface.map { " on interface \($0)" } ?? "")
                 + " (is a network interface up? ROUTE_UPNP_INTERFACE chooses one)")
         }
-        UpnpSetMaxContentLength(1 << 20)
+        // SOAP replies and GENA bodies: real ones are a few KiB. libupnp's XML parser is quadratic in the
+        // number of nodes and frees its trees recursively, so it must never see a large document.
+        UpnpSetMaxContentLength(Self.maxMessageBytes)
         localAddress = UpnpGetServerIpAddress().map { String(cString: $0) } ?? ""
         if Self.tracing { Self.trace("started on \(localAddress):\(UpnpGetServerPort())") }
         var handle: UpnpClient_Handle = -1
@@ -145,7 +229,8 @@ final class UPnPStack: Sendable {
             let udn = id.components(separatedBy: "::").first ?? id
             return .alive(udn: udn, deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)),
                           location: String(cString: UpnpDiscovery_get_Location_cstr(d)),
-                          maxAge: Int(UpnpDiscovery_get_Expires(d)), announced: type == UPNP_DISCOVERY_ADVERTISEMENT_ALIVE)
+                          maxAge: Int(UpnpDiscovery_get_Expires(d)), announced: type == UPNP_DISCOVERY_ADVERTISEMENT_ALIVE,
+                          sender: numericHost(UpnpDiscovery_get_DestAddr(d)))
         case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
             let d = OpaquePointer(event)
             let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))
@@ -154,9 +239,8 @@ final class UPnPStack: Sendable {
             let e = OpaquePointer(event)
             let sid = String(cString: UpnpEvent_get_SID_cstr(e))
             var variables: [String: String] = [:]
-            if let doc = UpnpEvent_get_ChangedVariables(e), let text = ixmlPrintDocument(doc) {
-                defer { ixmlFreeDOMString(text) }
-                variables = PropertySet.parse(String(cString: text))
+            if let doc = UpnpEvent_get_ChangedVariables(e), let tree = try? XMLNode(ixml: doc, limits: .message) {
+                variables = PropertySet.variables(tree)
             }
             return .event(sid: sid, variables: variables)
         case UPNP_EVENT_AUTORENEWAL_FAILED, UPNP_EVENT_SUBSCRIPTION_EXPIRED:
@@ -193,21 +277,42 @@ final class UPnPStack: Sendable {
             defer { if let response { ixmlDocument_free(response) } }
             if UPnPStack.tracing { UPnPStack.trace("\(action)(\(pairs.filter { $0.0 != "CurrentURIMetaData" }.map { "\($0.0)=\($0.1)" }.joined(separator: ", "))): \(code)") }
             guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: action) }
-            guard let response, let text = ixmlPrintDocument(response) else { return [:] }
-            defer { ixmlFreeDOMString(text) }
-            return SOAPResponse.arguments(String(cString: text))
+            guard let response else { return [:] }
+            do {
+                return SOAPResponse.arguments(try XMLNode(ixml: response, limits: .message))
+            } catch {
+                throw UPnPError(code: UPNP_E_BAD_RESPONSE, context: action)
+            }
         }
     }
 
-    /// Downloads a URL (a description or SCPD) as text.
-    func download(_ url: String) async throws -> String {
-        try await Self.offThread("fetching \(url)") {
-            var buffer: UnsafeMutablePointer<CChar>?
-            var contentType = [CChar](repeating: 0, count: 256)
-            let code = UpnpDownloadUrlItem(url, &buffer, &contentType)
-            guard code == UPNP_E_SUCCESS, let buffer else { throw UPnPError(code: code, context: "fetching \(url)") }
-            defer { free(buffer) }
-            return String(cString: buffer)
+    /// Bytes libupnp reads of a SOAP reply or GENA body.
+    static let maxMessageBytes = 64 * 1024
+
+    /// Fetches and parses an XML document of the device's (its description or an SCPD), within
+    /// `XMLLimits.document`.
+    /// - Throws: `UPnPError` (unreachable) when the device does not answer in time or refuses the
+    ///   connection; `DocumentProblem` when what it answers is not a usable document.
+    func fetchDocument(_ url: String, timeout: Duration = callTimeout) async throws -> XMLNode {
+        let response: HTTPResponse
+        do {
+            response = try await HTTPClient.shared.get(url, limit: XMLLimits.document.maxBytes, timeout: timeout)
+        } catch .timedOut, .cancelled {
+            throw UPnPError(code: -1, context: "fetching \(url)")
+        } catch .failed {
+            throw UPnPError(code: UPNP_E_SOCKET_CONNECT, context: "fetching \(url)")
+        } catch .tooLarge(_, let limit) {
+            throw DocumentProblem(url: url, problem: "is larger than \(limit / 1024) KiB")
+        } catch .invalidURL {
+            throw DocumentProblem(url: url, problem: "is not at an http:// URL")
+        }
+        if Self.tracing { Self.trace("GET \(url): \(response.status), \(response.body.count) bytes") }
+        guard response.status == 200 else { throw DocumentProblem(url: url, problem: "answers HTTP \(response.status)", status: response.status) }
+        guard !response.body.isEmpty else { throw DocumentProblem(url: url, problem: "is empty") }
+        do {
+            return try XMLNode.parse(response.body, limits: .document)
+        } catch {
+            throw DocumentProblem(url: url, problem: "is \(error)")
         }
     }
 

@@ -1,6 +1,7 @@
 // GStreamer: the one place that initialises GStreamer and wraps the C calls the rest of RouteMedia shares.
 
 import CGStreamer
+import RouteGLib
 import CRouteShim
 import Foundation
 

@@ -3,6 +3,7 @@
 
 import CRouteShim
 import CSoup
+import RouteGLib
 import Foundation
 import RouteCore
 import Synchronization
@@ -103,6 +104,13 @@ public final class MediaServer: Sendable {
         return (0..<4).map { _ in String(generator.next() as UInt32, radix: 16) }
             .map { String(repeating: "0", count: 8 - $0.count) + $0 }.joined()
     }
+}
+
+extension GLibLoop {
+    /// One loop per core (at most 4) for the media server: each runs its own libsoup server on a
+    /// shared port, as nginx runs a worker per core.
+    static let serverLoops: [GLibLoop] = (0..<min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)))
+        .map { GLibLoop(name: "route-http-\($0)") }
 }
 
 /// One offered item: a file served as it is, or through a conversion pipeline.

@@ -2,9 +2,11 @@
 // backpressure, started at a time offset when the device asked to seek.
 
 import CGStreamer
+import RouteGLib
 import CGStreamerApp
 import CRouteShim
 import CSoup
+import RouteGLib
 import Foundation
 import Synchronization
 

@@ -88,14 +88,15 @@ final class FakeRenderer: Sendable {
     let description: String
     private let process: Process
 
-    /// Starts the fake on 10.77.0.2:`port` and waits until it listens.
-    init(mode: String, port: Int) async throws {
+    /// Starts the fake on 10.77.0.2:`port` and waits until it listens; with `ssdp` it also answers
+    /// searches and announces itself (so discovery finds it).
+    init(mode: String, port: Int, ssdp: Bool = false) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("fake-renderer-\(port)-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
         process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/fake-renderer").path,
-                             "--mode", mode, "--address", "10.77.0.2", "--port", String(port)]
+                             "--mode", mode, "--address", "10.77.0.2", "--port", String(port)] + (ssdp ? ["--ssdp"] : [])
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -111,4 +112,36 @@ final class FakeRenderer: Sendable {
         process.terminate()
         waitForExit(process, seconds: 5)
     }
+}
+
+/// A listening socket on this namespace's loopback that nobody should connect to: proves that route did
+/// not send a request where a hostile device pointed it.
+final class LoopbackTrap: Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init(port: Int) throws {
+        self.port = port
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else { close(fd); throw ToolFailed(description: "cannot listen on 127.0.0.1:\(port)") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// How many connections arrived so far (each is accepted and closed).
+    func connections() -> Int {
+        var count = 0
+        while case let client = accept(fd, nil, nil), client >= 0 { close(client); count += 1 }
+        return count
+    }
+
+    deinit { close(fd) }
 }

@@ -175,6 +175,59 @@ extension LabTests {
             }
         }
 
+        @Test func aDescriptionTooDeepOrEndlessIsIgnoredWithOneLineAndDiscoveryGoesOn() async throws {
+            for (mode, port, says) in [("deep-description", 49630, "nested more than"), ("endless-description", 49631, "larger than")] {
+                let fake = try await FakeRenderer(mode: mode, port: port, ssdp: true)
+                defer { fake.stop() }
+                try await inSandbox { sandbox in
+                    let result = try await sandbox.run(["devices", "--timeout", "3"], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+                    #expect(result.status == 0 && !result.signaled, "\(mode): \(result)")
+                    #expect(result.stdout.contains(Lab.rendererName), "\(mode): the real renderer is still listed: \(result)")
+                    #expect(!result.stdout.contains("Fake"), "\(mode): \(result)")
+                    let lines = result.stderrLines.filter { $0.contains(fake.description) }
+                    #expect(lines.count == 1 && lines[0].contains(says), "\(mode): one line saying why: \(result.stderr)")
+                }
+            }
+        }
+
+        @Test func aReplyPointingAtOurLoopbackIsNeverFetched() async throws {
+            let trap = try LoopbackTrap(port: 49632)
+            let fake = try await FakeRenderer(mode: "foreign-location", port: 49632, ssdp: true)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let result = try await sandbox.run(["devices", "--timeout", "3"], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                #expect(trap.connections() == 0, "route connected to 127.0.0.1:49632")
+                #expect(result.stderr.contains("points elsewhere"), "\(result)")
+            }
+        }
+
+        @Test func serviceURLsOnAnotherHostAreRefusedBeforeAnyRequest() async throws {
+            let trap = try LoopbackTrap(port: 49633)
+            let fake = try await FakeRenderer(mode: "foreign-control", port: 49633)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 1)
+                let result = try await sandbox.run(["cast", wav, "--to", fake.description], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stderrLines.count == 1 && result.stderr.contains("to another host"), "\(result)")
+                #expect(trap.connections() == 0, "route sent a request to 127.0.0.1:49633")
+            }
+        }
+
+        @Test func aHostileNameCannotFakeLinesOrFloodTheTerminal() async throws {
+            let fake = try await FakeRenderer(mode: "hostile-name", port: 49634, ssdp: true)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let result = try await sandbox.run(["devices", "--timeout", "3"], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                let line = try #require(result.stdoutLines.first { $0.contains("Fake Renderer") }, "\(result)")
+                #expect(!result.stdoutLines.contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("2) This computer") })
+                #expect(line.count < 400, "the name is capped: \(line.count) characters")
+                #expect(!result.stdout.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) })
+            }
+        }
+
         @Test func aWrongNameIsNotQuietlyTakenForAnotherDevice() async throws {
             try await inSandbox { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 1)

@@ -86,3 +86,21 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         #expect(!text.contains("\n"))
     }
 }
+
+/// Text from the network is made safe for a terminal before anyone prints it.
+@Suite struct DisplayTextTests {
+    @Test func controlsEscapesAndOverridesGoAndLinesJoin() {
+        #expect(DisplayText.clean("Living\nRoom\r\n2) This computer") == "Living Room 2) This computer")
+        #expect(DisplayText.clean("\u{1B}[2J\u{1B}]0;title\u{07}TV\u{9B}31m") == "[2J]0;titleTV31m")
+        #expect(DisplayText.clean("abc\u{202E}fed\u{2066}x") == "abcfedx")
+        #expect(DisplayText.clean("  a \t  b  ") == "a b")
+        #expect(DisplayText.clean("Café 東京 🎵") == "Café 東京 🎵")
+    }
+
+    @Test func longTextIsCut() {
+        let cut = DisplayText.clean(String(repeating: "x", count: 200_000))
+        #expect(cut.unicodeScalars.count == DisplayText.nameLimit + 1)
+        #expect(cut.hasSuffix("…"))
+        #expect(DisplayText.clean(String(repeating: "y", count: 50), limit: 10) == "yyyyyyyyyy…")
+    }
+}

@@ -1,9 +1,25 @@
 // ParsingTests: the UPnP documents route reads and writes — descriptions, protocol info, DIDL-Lite,
-// LastChange, SOAP responses — including malformed ones. No network.
+// LastChange, SOAP responses — including malformed and hostile ones (deep, wide, huge, Latin-1, pointing at
+// other hosts). No network.
 
+import CUPnP
+import Foundation
 import RouteCore
 import Testing
 @testable import UPnPProvider
+
+/// Parses a description the way discovery does: bytes off the wire, then the description reader.
+private func parseDescription(_ text: String, location: String) throws -> DeviceDescription {
+    try DeviceDescription.parse(try XMLNode.parse(Data(text.utf8), limits: .document), location: location)
+}
+
+/// Parses with libupnp's ixml and copies the DOM, as SOAP replies and GENA bodies arrive.
+private func ixmlTree(_ text: String) throws -> XMLNode {
+    var document: UnsafeMutablePointer<IXML_Document>?
+    guard ixmlParseBufferEx(text, &document) == IXML_SUCCESS.rawValue, let document else { throw XMLProblem.malformed }
+    defer { ixmlDocument_free(document) }
+    return try XMLNode(ixml: document, limits: .message)
+}
 
 private let description = """
 <?xml version="1.0"?>
@@ -22,7 +38,7 @@ private let description = """
 
 @Suite struct DescriptionTests {
     @Test func parsesNameServicesAndAbsoluteURLs() throws {
-        let parsed = try DeviceDescription.parse(description, location: "http://10.0.0.5:8080/desc/root.xml")
+        let parsed = try parseDescription(description, location: "http://10.0.0.5:8080/desc/root.xml")
         #expect(parsed.friendlyName == "Living Room & Kitchen")
         #expect(parsed.udn == "uuid:1234")
         #expect(parsed.modelName == "TV 9000")
@@ -32,39 +48,50 @@ private let description = """
         #expect(parsed.service("ConnectionManager") == nil)
     }
 
-    @Test func urlBaseWinsOverTheLocation() throws {
-        let withBase = description.replacingOccurrences(of: "<specVersion>", with: "<URLBase>http://10.0.0.9:9000/</URLBase><specVersion>")
-        let parsed = try DeviceDescription.parse(withBase, location: "http://10.0.0.5:8080/root.xml")
-        #expect(parsed.service("AVTransport")?.eventURL == "http://10.0.0.9:9000/evt/avt")
+    @Test func urlBaseOnTheSameHostWinsOverTheLocation() throws {
+        let withBase = description.replacingOccurrences(of: "<specVersion>", with: "<URLBase>http://10.0.0.5:9000/</URLBase><specVersion>")
+        let parsed = try parseDescription(withBase, location: "http://10.0.0.5:8080/root.xml")
+        #expect(parsed.service("AVTransport")?.eventURL == "http://10.0.0.5:9000/evt/avt")
+    }
+
+    /// A description must not make route send requests to another machine or to this one's own services.
+    @Test(arguments: ["http://127.0.0.1:6379/", "http://10.0.0.6/ctl", "file:///etc/passwd", "https://10.0.0.5/x", "http://localhost:8080/x"])
+    func serviceURLsOnAnotherHostAreRefused(url: String) {
+        let hostile = description.replacingOccurrences(of: "<controlURL>/ctl/avt</controlURL>", with: "<controlURL>\(url)</controlURL>")
+        #expect(throws: DeviceDescription.Problem.self) { try parseDescription(hostile, location: "http://10.0.0.5:8080/root.xml") }
+        let viaBase = description.replacingOccurrences(of: "<specVersion>", with: "<URLBase>\(url)</URLBase><specVersion>")
+        #expect(throws: DeviceDescription.Problem.self) { try parseDescription(viaBase, location: "http://10.0.0.5:8080/root.xml") }
     }
 
     @Test func malformedXMLIsAClearError() {
-        #expect(throws: DeviceDescription.Problem.self) {
-            try DeviceDescription.parse(String(description.prefix(200)), location: "http://x/d.xml")
-        }
-        do {
-            _ = try DeviceDescription.parse("<root><device><friendlyName>x", location: "http://x/d.xml")
-            Issue.record("a truncated description was accepted")
-        } catch {
-            #expect(error.description.contains("http://x/d.xml"))
-            #expect(error.description.contains("not well-formed"))
-        }
+        #expect(throws: XMLProblem.malformed) { try XMLNode.parse(Data(description.prefix(200).utf8), limits: .document) }
+        #expect(throws: XMLProblem.malformed) { try XMLNode.parse(Data("<root><device><friendlyName>x".utf8), limits: .document) }
+        #expect(throws: XMLProblem.malformed) { try XMLNode.parse(Data(), limits: .document) }
     }
 
     @Test func aDescriptionWithoutUDNIsRejected() {
         let noUDN = description.replacingOccurrences(of: "<UDN>uuid:1234</UDN>", with: "")
-        #expect(throws: DeviceDescription.Problem.self) { try DeviceDescription.parse(noUDN, location: "http://x/") }
+        #expect(throws: DeviceDescription.Problem.self) { try parseDescription(noUDN, location: "http://x/") }
+    }
+
+    @Test func namesFromTheNetworkLoseControlCharactersAndAreCapped() throws {
+        let fake = description.replacingOccurrences(of: "Living Room &amp; Kitchen",
+                                                     with: "TV&#10;  2) This computer[2J\u{9B}31m\u{202E}" + String(repeating: "x", count: 5000))
+        let parsed = try parseDescription(fake, location: "http://10.0.0.5:8080/root.xml")
+        #expect(parsed.friendlyName.hasPrefix("TV 2) This computer[2J31mxxx"))
+        #expect(!parsed.friendlyName.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E })
+        #expect(parsed.friendlyName.count <= DisplayText.nameLimit + 1)
     }
 
     @Test func theDeviceTakesWhatProtocolInfoSays() throws {
-        let parsed = try DeviceDescription.parse(description, location: "http://10.0.0.5:8080/root.xml")
+        let parsed = try parseDescription(description, location: "http://10.0.0.5:8080/root.xml")
         let device = parsed.mediaDevice(sink: "http-get:*:audio/mpeg:*,http-get:*:video/mp4:DLNA.ORG_PN=AVC,rtsp-rtp-udp:*:video/h264:*")
         #expect(device.id == "uuid:1234")
         #expect(device.protocolName == "upnp")
         #expect(device.kind == .tv)
         #expect(device.capabilities == [.audio, .video])
         #expect(device.accepts == .mimeTypes(["audio/mpeg", "video/mp4"]))
-        #expect(device.deduplicationIDs == ["uuid:1234", "ip:10.0.0.5"])
+        #expect(device.deduplicationIDs.contains("uuid:1234"))
         #expect(device.volumeControl == .absolute)
         #expect(device.accepts.accepts(mimeType: "audio/mp3"), "audio/mp3 is an alias of audio/mpeg")
     }
@@ -92,7 +119,7 @@ private let description = """
         #expect(didl.contains("object.item.audioItem.musicTrack"))
         #expect(didl.contains("<upnp:albumArtURI>http://10.0.0.1:8000/m/cd/media.jpeg</upnp:albumArtURI>"))
         #expect(didl.contains("http-get:*:audio/mpeg:DLNA.ORG_OP=01;DLNA.ORG_CI=0"))
-        let root = try #require(XMLNode.parse(didl), "DIDL-Lite must be well-formed XML")
+        let root = try XMLNode.parse(Data(didl.utf8), limits: .message)
         #expect(root.all("title").first?.text == "Rock & <Roll>")
     }
 
@@ -106,10 +133,10 @@ private let description = """
     }
 
     @Test func timesParseAndFormat() {
-        #expect(DIDLLite.seconds("1:02:03") == 3723)
-        #expect(DIDLLite.seconds("0:00:05.250") == 5.25)
-        #expect(DIDLLite.seconds("NOT_IMPLEMENTED") == nil)
-        #expect(DIDLLite.seconds("") == nil)
+        #expect(NetworkNumber.clock("1:02:03") == 3723)
+        #expect(NetworkNumber.clock("0:00:05.250") == 5.25)
+        #expect(NetworkNumber.clock("NOT_IMPLEMENTED") == nil)
+        #expect(NetworkNumber.clock("") == nil)
         #expect(DIDLLite.durationString(3723.25) == "1:02:03.250")
     }
 }
@@ -127,19 +154,92 @@ private let description = """
         #expect(LastChange.parse("<Event><InstanceID val=\"0\"><Volume val=").isEmpty)
     }
 
-    @Test func propertySetsAndSOAPResponsesGiveTheirValues() {
+    @Test func propertySetsAndSOAPResponsesFromLibupnpGiveTheirValues() throws {
         let notify = "<e:propertyset xmlns:e=\"urn:schemas-upnp-org:event-1-0\"><e:property><LastChange>&lt;Event/&gt;</LastChange></e:property></e:propertyset>"
-        #expect(PropertySet.parse(notify)["LastChange"] == "<Event/>")
+        #expect(PropertySet.variables(try ixmlTree(notify))["LastChange"] == "<Event/>")
         let envelope = "<s:Envelope xmlns:s=\"http://schemas.xmlsoap.org/soap/envelope/\"><s:Body><u:GetVolumeResponse xmlns:u=\"urn:x\">"
-            + "<CurrentVolume>17</CurrentVolume></u:GetVolumeResponse></s:Body></s:Envelope>"
-        #expect(SOAPResponse.arguments(envelope)["CurrentVolume"] == "17")
-        #expect(SOAPResponse.arguments("<u:PlayResponse xmlns:u=\"urn:x\"></u:PlayResponse>").isEmpty)
-        #expect(SOAPResponse.arguments("<s:Envelope><s:Body><u:Play").isEmpty)
+            + "<CurrentVolume>17</CurrentVolume><Other a=\"1\"/></u:GetVolumeResponse></s:Body></s:Envelope>"
+        let arguments = SOAPResponse.arguments(try ixmlTree(envelope))
+        #expect(arguments == ["CurrentVolume": "17", "Other": ""])
+        #expect(SOAPResponse.arguments(try ixmlTree("<u:PlayResponse xmlns:u=\"urn:x\"></u:PlayResponse>")).isEmpty)
+        let nested = try ixmlTree("<a x=\"1\"><b>one</b><c><d>two</d></c><b>three</b></a>")
+        #expect(nested.attributes == ["x": "1"])
+        #expect(nested.all("b").map(\.text) == ["one", "three"])
+        #expect(nested.child("c")?.value("d") == "two")
     }
 
     @Test func upnpErrorsReadAsSentences() {
         #expect(UPnPError(code: 716, context: "SetAVTransportURI").description.contains("could not fetch the media"))
         #expect(UPnPError(code: 701, context: "Pause").description.contains("transition not available"))
         #expect(UPnPError(code: 799, context: "Play").description.contains("799"))
+    }
+}
+
+/// XML from the network is read without recursion in proportion to its size, and within limits.
+@Suite struct HostileXMLTests {
+    @Test func aDocumentNestedAHundredThousandDeepIsRefusedNotACrash() {
+        let deep = String(repeating: "<a>", count: 100_000) + String(repeating: "</a>", count: 100_000)
+        #expect(throws: XMLProblem.tooDeep(XMLLimits.document.maxDepth)) { try XMLNode.parse(Data(deep.utf8), limits: .document) }
+        // The same inside a LastChange value, and as a DOM from libupnp.
+        #expect(LastChange.parse(deep).isEmpty)
+        let ixmlDeep = String(repeating: "<a>", count: 2_000) + String(repeating: "</a>", count: 2_000)
+        #expect(throws: XMLProblem.tooDeep(XMLLimits.message.maxDepth)) { try ixmlTree(ixmlDeep) }
+    }
+
+    @Test func aVeryWideDocumentIsRefused() {
+        let wide = "<r>" + String(repeating: "<a/>", count: 50_000) + "</r>"
+        #expect(throws: XMLProblem.tooManyElements(XMLLimits.document.maxElements)) { try XMLNode.parse(Data(wide.utf8), limits: .document) }
+    }
+
+    @Test func aHugeDocumentIsNotRead() {
+        let huge = Data(count: XMLLimits.document.maxBytes + 1)
+        #expect(throws: XMLProblem.tooLarge(XMLLimits.document.maxBytes)) { try XMLNode.parse(huge, limits: .document) }
+    }
+
+    @Test func entitiesAreNotExpandedAndExternalOnesNotFetched() throws {
+        let laughs = "<!DOCTYPE r [<!ENTITY a \"xxxxxxxxxx\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\">"
+            + "<!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\"><!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">]><r>&d;&d;&d;&d;</r>"
+        let parsed = try? XMLNode.parse(Data(laughs.utf8), limits: .document)
+        #expect((parsed?.text.count ?? 0) <= XMLLimits.document.maxText)
+        let external = try XMLNode.parse(Data("<!DOCTYPE r [<!ENTITY x SYSTEM \"file:///etc/passwd\">]><r>&x;</r>".utf8), limits: .document)
+        #expect(!external.text.contains("root:"))
+    }
+
+    @Test func latin1DescriptionsReadAsLatin1() throws {
+        var declared = Data("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r><n>caf".utf8)
+        declared.append(0xE9)
+        declared.append(contentsOf: Array("</n></r>".utf8))
+        #expect(try XMLNode.parse(declared, limits: .document).value("n") == "café")
+        var undeclared = Data("<r><n>caf".utf8)
+        undeclared.append(0xE9)
+        undeclared.append(contentsOf: Array("</n></r>".utf8))
+        #expect(try XMLNode.parse(undeclared, limits: .document).value("n") == "café")
+        #expect(try XMLNode.parse(Data("<r><n>café</n></r>".utf8), limits: .document).value("n") == "café")
+    }
+
+    @Test func anSSDPReplyMustPointAtItsOwnSender() {
+        #expect(RendererDiscovery.isOwnLocation("http://10.77.0.2:49494/description.xml", sender: "10.77.0.2"))
+        #expect(!RendererDiscovery.isOwnLocation("http://127.0.0.1:6379/", sender: "10.77.0.2"))
+        #expect(!RendererDiscovery.isOwnLocation("http://10.77.0.3/d.xml", sender: "10.77.0.2"))
+        #expect(!RendererDiscovery.isOwnLocation("file:///etc/passwd", sender: "10.77.0.2"))
+        #expect(!RendererDiscovery.isOwnLocation("http://10.77.0.2/d.xml", sender: ""))
+    }
+}
+
+/// Numbers from devices never reach arithmetic that traps.
+@Suite struct NetworkNumberTests {
+    @Test(arguments: ["inf", "-inf", "nan", "1e300", "0x10", "1:60:00", "99999999999:00:00", "-5", "1.2.3", "1:2.5:3", "", "+", ":", "12:"])
+    func absurdTimesAreRefused(text: String) {
+        #expect(NetworkNumber.clock(text) == nil)
+    }
+
+    @Test func sensibleTimesAreRead() {
+        #expect(NetworkNumber.clock("90") == 90)
+        #expect(NetworkNumber.clock("+1:30") == 90)
+        #expect(NetworkNumber.clock("0:01:02.5") == 62.5)
+        #expect(NetworkNumber.double("42", in: 0...100) == 42)
+        #expect(NetworkNumber.double("inf", in: 0...100) == nil)
+        #expect(NetworkNumber.double("101", in: 0...100) == nil)
+        #expect(NetworkNumber.int("9999999999999999999999", in: 0...100) == nil)
     }
 }

@@ -1,6 +1,7 @@
-// GLibLoop: the one thread that runs GLib's main loop, where libsoup (the media server) lives.
+// GLibLoop: a thread that runs a GLib main loop, where libsoup objects (the media server, the HTTP client)
+// live; and GLibError, the one place a GError becomes a Swift error.
 
-import CRouteShim
+import CSoup
 import Foundation
 import Synchronization
 
@@ -10,15 +11,12 @@ import Synchronization
 /// loop's thread; `perform` runs a closure there and returns its result to the caller. A loop's
 /// thread starts with it and lives as long as the process.
 public final class GLibLoop: Sendable {
-    /// One loop per core (at most 4) for the media server: each runs its own libsoup server on a
-    /// shared port, as nginx runs a worker per core.
-    static let serverLoops: [GLibLoop] = (0..<min(4, max(1, ProcessInfo.processInfo.activeProcessorCount)))
-        .map { GLibLoop(name: "route-http-\($0)") }
-
     private nonisolated(unsafe) let context: OpaquePointer
     private let ready = DispatchSemaphore(value: 0)
 
-    private init(name: String) {
+    /// Starts a loop on a thread of its own, named `name`. Loops are meant to live as long as the
+    /// process: make them once (a `static let`), not per request.
+    public init(name: String) {
         context = g_main_context_new()
         nonisolated(unsafe) let context = self.context
         let ready = self.ready
@@ -88,7 +86,7 @@ public struct GLibError: Error, CustomStringConvertible {
     public let description: String
 
     /// Takes ownership of `error` (frees it) and describes it.
-    init(_ what: String, _ error: UnsafeMutablePointer<GError>?) {
+    public init(_ what: String, _ error: UnsafeMutablePointer<GError>?) {
         if let error {
             description = "\(what): \(String(cString: error.pointee.message))"
             g_error_free(error)

@@ -1,0 +1,40 @@
+// DisplayText: makes text that came from the network (device names, titles, reasons) safe to show on a
+// terminal: no control characters, no escape sequences, no direction overrides, and a length cap.
+
+/// Cleans untrusted text for display.
+public enum DisplayText {
+    /// Characters of a device name, title or address kept before it is cut with "…".
+    public static let nameLimit = 120
+    /// Characters of a longer message (an error reason) kept before it is cut.
+    public static let messageLimit = 400
+
+    /// `text` with every control character (C0, DEL, C1) and every bidirectional override or isolate
+    /// removed, line breaks and tabs turned into spaces, runs of spaces collapsed, ends trimmed, and at
+    /// most `limit` Unicode scalars (cut with "…").
+    public static func clean(_ text: String, limit: Int = nameLimit) -> String {
+        var out = ""
+        var count = 0
+        var pendingSpace = false
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            let isSpace = value == 0x20 || value == 0x09 || value == 0x0A || value == 0x0D || value == 0xA0
+                || value == 0x2028 || value == 0x2029
+            if isSpace { pendingSpace = !out.isEmpty; continue }
+            if value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
+                || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C
+                || value == 0xFEFF {
+                continue
+            }
+            if pendingSpace {
+                if count + 1 >= limit { return out + "…" }
+                out.unicodeScalars.append(" ")
+                count += 1
+                pendingSpace = false
+            }
+            if count >= limit { return out + "…" }
+            out.unicodeScalars.append(scalar)
+            count += 1
+        }
+        return out
+    }
+}
