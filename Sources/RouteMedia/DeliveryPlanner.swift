@@ -49,38 +49,50 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
         return mimeType
     }
 
+    /// Whether the profile copies compressed streams (it can only start at a key frame) rather than decoding them.
+    public var copiesStreams: Bool { self == .audioCopy || self == .mpegTSCopy || self == .fragmentedMP4Copy }
+
     /// The pipeline after the file source, ending in an element named `route_out` (the caller adds
     /// `route_out. ! appsink`). Built from the file's streams so no branch waits for a stream that is absent.
+    ///
+    /// Each stream passes one `identity` gate (`route_gate_…`) before anything encodes or muxes it: to
+    /// start at an offset, `PipelineStream` holds the gates, seeks upstream of them, and opens them on the
+    /// first data from the new position, so encoders and muxers only ever see the stream from there (seeking
+    /// the whole pipeline instead leaves FLAC and fMP4 without their headers). A `route_gate_raw_video`
+    /// also drops repeated frames, which an exact seek can produce and which MP4 muxing refuses.
     public func pipeline(for info: MediaInfo) -> String {
         let audio = info.streams.contains { $0.kind == .audio }
         let video = info.streams.contains { $0.kind == .video }
         let stereo = "audioconvert ! audioresample ! audio/x-raw,channels=2"
+        let gate = "identity name=route_gate_audio silent=true"
         switch self {
-        case .mp3: return "decodebin ! \(stereo) ! lamemp3enc target=bitrate cbr=true bitrate=320 ! identity name=route_out"
-        case .aac: return "decodebin ! \(stereo) ! avenc_aac bitrate=256000 ! aacparse ! audio/mpeg,stream-format=adts ! identity name=route_out"
-        case .flac: return "decodebin ! \(stereo) ! flacenc ! identity name=route_out"
-        case .wav: return "decodebin ! \(stereo),format=S16LE ! wavenc ! identity name=route_out"
-        case .vorbis: return "decodebin ! \(stereo) ! vorbisenc quality=0.6 ! oggmux ! identity name=route_out"
+        case .mp3: return "decodebin ! \(gate) ! \(stereo) ! lamemp3enc target=bitrate cbr=true bitrate=320 ! identity name=route_out"
+        case .aac: return "decodebin ! \(gate) ! \(stereo) ! avenc_aac bitrate=256000 ! aacparse ! audio/mpeg,stream-format=adts ! identity name=route_out"
+        case .flac: return "decodebin ! \(gate) ! \(stereo) ! flacenc ! identity name=route_out"
+        case .wav: return "decodebin ! \(gate) ! \(stereo),format=S16LE ! wavenc ! identity name=route_out"
+        case .vorbis: return "decodebin ! \(gate) ! \(stereo) ! vorbisenc quality=0.6 ! oggmux ! identity name=route_out"
         case .audioCopy:
             let parse = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init) == .aac
                 ? "aacparse ! audio/mpeg,stream-format=adts" : "mpegaudioparse"
-            return "parsebin ! \(parse) ! identity name=route_out"
+            return "parsebin ! \(gate) ! \(parse) ! identity name=route_out"
         case .jpeg: return "decodebin ! videoconvert ! jpegenc snapshot=true ! identity name=route_out"
         case .mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy:
-            let copy = self == .mpegTSCopy || self == .fragmentedMP4Copy
+            let copy = copiesStreams
             let mux = (self == .mpegTS || self == .mpegTSCopy)
                 ? "mpegtsmux name=route_out" : "mp4mux name=route_out fragment-duration=1000 streamable=true"
             var parts = ["\(copy ? "parsebin" : "decodebin") name=route_demux", mux]
+            // A queue in front of each gate: while one gate holds its stream, the demuxer can still
+            // deliver the other one to its own gate.
             if video {
                 parts.append(copy
-                    ? "route_demux. ! queue ! h264parse config-interval=-1 ! route_out."
-                    : "route_demux. ! queue ! videoconvert ! x264enc speed-preset=veryfast tune=zerolatency bitrate=4000 key-int-max=60 ! video/x-h264,profile=high ! h264parse config-interval=-1 ! route_out.")
+                    ? "route_demux. ! queue ! identity name=route_gate_video silent=true ! h264parse config-interval=-1 ! route_out."
+                    : "route_demux. ! queue ! identity name=route_gate_raw_video silent=true ! videoconvert ! x264enc speed-preset=veryfast tune=zerolatency bitrate=4000 key-int-max=60 ! video/x-h264,profile=high ! h264parse config-interval=-1 ! route_out.")
             }
             if audio {
                 let codec = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init)
                 parts.append(copy
-                    ? "route_demux. ! queue ! \(codec == .aac ? "aacparse" : "mpegaudioparse") ! route_out."
-                    : "route_demux. ! queue ! \(stereo) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
+                    ? "route_demux. ! queue ! \(gate) ! \(codec == .aac ? "aacparse" : "mpegaudioparse") ! route_out."
+                    : "route_demux. ! queue ! \(gate) ! \(stereo) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
             }
             return parts.joined(separator: " ")
         }

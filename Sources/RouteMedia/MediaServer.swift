@@ -12,7 +12,10 @@ import Synchronization
 ///
 /// Each offered item gets an unguessable URL (`/m/<32 hex>/<name>`); every other path is 404, and
 /// methods other than GET and HEAD are too. A GET with `Range` answers 206 with just those bytes.
-/// The libsoup server lives on `GLibLoop`; offering and withdrawing are thread-safe.
+/// The port belongs to this process alone (no other program, not even another route, can share it);
+/// connections are accepted by route, at most `ConnectionLimits.perClient` at a time from one address,
+/// and a connection that has not sent a whole request within `ConnectionLimits.requestTimeout` is closed.
+/// The libsoup servers live on `GLibLoop`s; offering and withdrawing are thread-safe.
 public final class MediaServer: Sendable {
     /// `http://ADDRESS:PORT`, the prefix of every offered URL.
     public let baseURL: String
@@ -22,15 +25,16 @@ public final class MediaServer: Sendable {
     /// Starts listening on `address` (one local address, not a wildcard) and `port` (0: any free port).
     /// - Throws: `MediaError.server` when the address is not local or the port is taken.
     public init(address: String = "127.0.0.1", port: UInt16 = 0) throws {
-        // One libsoup server per loop, each with its own listening socket on the same port
-        // (SO_REUSEPORT): the kernel spreads connections across them, one core each.
+        let listener = try ListeningSocket(address: address, port: port)
+        defer { listener.close() }
+        // One libsoup server per loop, each accepting from the same listening socket: the kernel hands
+        // each new connection to one of them, so every core serves.
+        let limits = ConnectionLimits()
         var cores: [ServerCore] = []
-        var bound = port
         do {
             for loop in GLibLoop.serverLoops {
-                let core = ServerCore(loop: loop, offers: offers)
-                let wanted = bound
-                bound = try loop.perform { try core.listen(address: address, port: wanted) }
+                let core = ServerCore(loop: loop, offers: offers, limits: limits)
+                try loop.perform { try core.start(listening: listener.fd) }
                 cores.append(core)
             }
         } catch {
@@ -39,7 +43,7 @@ public final class MediaServer: Sendable {
         }
         self.cores = cores
         let host = address.contains(":") ? "[\(address)]" : address
-        baseURL = "http://\(host):\(bound)"
+        baseURL = "http://\(host):\(listener.port)"
     }
 
     /// Offers a file; returns its URL. The file is read on each request, so it must stay in place.
@@ -56,7 +60,8 @@ public final class MediaServer: Sendable {
     /// pipeline, from the start or from the offset in `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
     public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile) -> String {
         add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
-                  source: .pipeline(profile.pipeline(for: info), duration: info.duration)))
+                  source: .pipeline(Conversion(description: profile.pipeline(for: info), duration: info.duration,
+                                               exactSeek: !profile.copiesStreams))))
     }
 
     /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
@@ -117,8 +122,8 @@ extension GLibLoop {
 struct Offer: Sendable {
     enum Source: Sendable {
         case file(size: UInt64)
-        /// A GStreamer pipeline description reading the file (see `TranscodeProfile.pipeline`).
-        case pipeline(String, duration: Double?)
+        /// A GStreamer pipeline reading the file (see `TranscodeProfile.pipeline`).
+        case pipeline(Conversion)
         /// Bytes in memory (cover art), served whole.
         case memory(Data)
     }
@@ -133,79 +138,41 @@ final class OfferTable: Sendable {
     let items = Mutex<[String: Offer]>([:])
 }
 
-/// The libsoup side: one SoupServer on one GLib loop, answering requests on that loop's thread.
-final class ServerCore: @unchecked Sendable {
-    // Safety: `server` is created, used and disconnected only on `loop`'s thread.
-    let loop: GLibLoop
-    let offers: OfferTable
-    private var server: UnsafeMutablePointer<SoupServer>?
+/// The bound, listening TCP socket of one media server, made with POSIX calls and never shared with another
+/// process (no SO_REUSEPORT): each loop's server accepts from a duplicate of its descriptor.
+private struct ListeningSocket {
+    let fd: Int32
+    let port: UInt16
 
-    /// Bytes read from disk and handed to libsoup at a time.
-    static let chunkSize = 256 * 1024
-
-    init(loop: GLibLoop, offers: OfferTable) {
-        self.loop = loop
-        self.offers = offers
-    }
-
-    /// Creates the server and listens on a SO_REUSEPORT socket; returns the port. Loop thread only.
-    func listen(address: String, port: UInt16) throws -> UInt16 {
-        guard let object = g_object_new_with_properties(soup_server_get_type(), 0, nil, nil) else {
-            throw MediaError.server("libsoup could not create a server")
-        }
-        let server = UnsafeMutableRawPointer(object).assumingMemoryBound(to: SoupServer.self)
-        route_object_set_string(object, "server-header", "route ")
-        soup_server_add_handler(server, nil, { _, message, path, query, data in
-            guard let message, let path, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().answer(message, path: String(cString: path), query: query)
-        }, Unmanaged.passRetained(self).toOpaque(), { data in
-            Unmanaged<ServerCore>.fromOpaque(data!).release()
-        })
-        self.server = server
-        let socket: UnsafeMutablePointer<GSocket>
-        do {
-            socket = try Self.listeningSocket(address: address, port: port)
-        } catch {
-            disconnect()
-            throw error
-        }
-        defer { g_object_unref(UnsafeMutableRawPointer(socket)) }
-        var error: UnsafeMutablePointer<GError>?
-        guard soup_server_listen_socket(server, socket, SoupServerListenOptions(rawValue: 0), &error) != 0 else {
-            disconnect()
-            throw MediaError.server(GLibError("cannot serve on \(address):\(port)", error).description)
-        }
-        guard let local = g_socket_get_local_address(socket, nil) else { return port }
-        defer { g_object_unref(UnsafeMutableRawPointer(local)) }
-        return UInt16(g_inet_socket_address_get_port(UnsafeMutableRawPointer(local).assumingMemoryBound(to: GInetSocketAddress.self)))
-    }
-
-    /// A bound, listening TCP socket with SO_REUSEPORT, so every loop's server can share the port.
-    /// Made with POSIX calls: g_socket_bind turns SO_REUSEPORT off again for TCP sockets.
-    private static func listeningSocket(address: String, port: UInt16) throws -> UnsafeMutablePointer<GSocket> {
-        guard let (numeric, length, family) = socketAddress(address, port: port) else {
+    init(address: String, port: UInt16) throws {
+        guard let (numeric, length, family) = Self.socketAddress(address, port: port) else {
             throw MediaError.server("\"\(address)\" is not an IP address of this machine")
         }
         var storage = numeric
-        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw MediaError.server("cannot make a socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
         let bound = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
-        guard fd >= 0, bound == 0, Glibc.listen(fd, 128) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if fd >= 0 { Glibc.close(fd) }
+        guard bound == 0, Glibc.listen(fd, 128) == 0 else {
+            let reason = errno == EADDRINUSE ? "the port is in use by another program" : String(cString: strerror(errno))
+            Glibc.close(fd)
             throw MediaError.server("cannot listen on \(address):\(port): \(reason)")
         }
-        var error: UnsafeMutablePointer<GError>?
-        guard let socket = g_socket_new_from_fd(fd, &error) else {
-            Glibc.close(fd)
-            throw MediaError.server(GLibError("cannot use the listening socket", error).description)
-        }
-        return socket
+        var local = sockaddr_storage()
+        var size = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) } }
+        let raw = family == AF_INET6
+            ? withUnsafeBytes(of: local) { $0.load(as: sockaddr_in6.self).sin6_port }
+            : withUnsafeBytes(of: local) { $0.load(as: sockaddr_in.self).sin_port }
+        self.fd = fd
+        self.port = UInt16(bigEndian: raw)
     }
+
+    /// Closes this descriptor (the loops keep their duplicates).
+    func close() { Glibc.close(fd) }
 
     /// A numeric IPv4 or IPv6 address and port as a sockaddr, its length and family; nil when not numeric.
     private static func socketAddress(_ address: String, port: UInt16) -> (sockaddr_storage, socklen_t, Int32)? {
@@ -226,6 +193,222 @@ final class ServerCore: @unchecked Sendable {
         }
         return nil
     }
+}
+
+/// How many connections route keeps open, from one client and in all, shared by every loop's server.
+final class ConnectionLimits: Sendable {
+    /// Connections at a time from one address (a renderer opens a few for ranges; a flood gets no more).
+    static let perClient = 16
+    /// Connections at a time in all.
+    static let total = 512
+    /// A connection that has not sent a whole request this long after it opened (or after its previous
+    /// request) is closed: idle and slow clients do not hold descriptors.
+    static let requestTimeout: Duration = .seconds(10)
+
+    private let open = Mutex<(byClient: [String: Int], total: Int)>(([:], 0))
+
+    /// Counts a new connection from `client`; false (and nothing counted) when it is over a limit.
+    func admit(_ client: String) -> Bool {
+        open.withLock { state in
+            let count = state.byClient[client, default: 0]
+            guard count < Self.perClient, state.total < Self.total else { return false }
+            state.byClient[client] = count + 1
+            state.total += 1
+            return true
+        }
+    }
+
+    /// Forgets a connection from `client`.
+    func release(_ client: String) {
+        open.withLock { state in
+            guard let count = state.byClient[client] else { return }
+            state.byClient[client] = count > 1 ? count - 1 : nil
+            state.total -= 1
+        }
+    }
+}
+
+/// The libsoup side: one SoupServer on one GLib loop, answering requests on that loop's thread.
+final class ServerCore: @unchecked Sendable {
+    // Safety: everything mutable is created, used and released only on `loop`'s thread.
+    let loop: GLibLoop
+    let offers: OfferTable
+    let limits: ConnectionLimits
+    private var server: UnsafeMutablePointer<SoupServer>?
+    private var listener: UnsafeMutablePointer<GSocket>?
+    private var sources: [UnsafeMutablePointer<GSource>] = []
+    /// The connections this loop accepted, by the client's `address:port`.
+    private var connections: [String: Connection] = [:]
+
+    private struct Connection {
+        /// Our own reference to the connection's socket, to notice when libsoup has closed it.
+        let socket: UnsafeMutablePointer<GSocket>
+        let client: String
+        /// Since when a request is awaited on it (nil while one is being answered).
+        var awaitingSince: ContinuousClock.Instant?
+    }
+
+    /// Bytes read from disk and handed to libsoup at a time.
+    static let chunkSize = 256 * 1024
+
+    /// Whether libsoup may keep connections open between requests: before 3.3, a kept-alive connection that
+    /// the client closes is never closed on our side (it stays in CLOSE-WAIT and holds its descriptor for
+    /// ever; fixed by libsoup's d20c6601, in 3.3.0), so every response there says `Connection: close`.
+    static let keepAlive = soup_check_version(3, 3, 0) != 0
+
+    init(loop: GLibLoop, offers: OfferTable, limits: ConnectionLimits) {
+        self.loop = loop
+        self.offers = offers
+        self.limits = limits
+    }
+
+    /// Creates the server and starts accepting from a duplicate of `fd`. Loop thread only.
+    func start(listening fd: Int32) throws {
+        guard let object = g_object_new_with_properties(soup_server_get_type(), 0, nil, nil) else {
+            throw MediaError.server("libsoup could not create a server")
+        }
+        let server = UnsafeMutableRawPointer(object).assumingMemoryBound(to: SoupServer.self)
+        self.server = server
+        route_object_set_string(object, "server-header", "route ")
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        soup_server_add_handler(server, nil, { _, message, path, query, data in
+            guard let message, let path, let data else { return }
+            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().answer(message, path: String(cString: path), query: query)
+        }, Unmanaged.passRetained(self).toOpaque(), { data in
+            Unmanaged<ServerCore>.fromOpaque(data!).release()
+        })
+        let started: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
+            guard let message, let data else { return }
+            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestStarted(message)
+        }
+        let read: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
+            guard let message, let data else { return }
+            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestRead(message)
+        }
+        let finished: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
+            guard let message, let data else { return }
+            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestFinished(message)
+        }
+        route_signal_connect(object, "request-started", unsafeBitCast(started, to: UnsafeRawPointer.self), me)
+        route_signal_connect(object, "request-read", unsafeBitCast(read, to: UnsafeRawPointer.self), me)
+        route_signal_connect(object, "request-finished", unsafeBitCast(finished, to: UnsafeRawPointer.self), me)
+        route_signal_connect(object, "request-aborted", unsafeBitCast(finished, to: UnsafeRawPointer.self), me)
+
+        var error: UnsafeMutablePointer<GError>?
+        let copy = dup(fd)
+        guard copy >= 0, let listener = g_socket_new_from_fd(copy, &error) else {
+            if copy >= 0 { Glibc.close(copy) }
+            disconnect()
+            throw MediaError.server(GLibError("cannot use the listening socket", error).description)
+        }
+        self.listener = listener
+        g_socket_set_blocking(listener, 0)
+        let context = g_main_context_get_thread_default()
+        let accept: @convention(c) (UnsafeMutablePointer<GSocket>?, GIOCondition, UnsafeMutableRawPointer?) -> gboolean = { _, _, data in
+            Unmanaged<ServerCore>.fromOpaque(data!).takeUnretainedValue().acceptAll()
+            return 1 // G_SOURCE_CONTINUE
+        }
+        let acceptSource = g_socket_create_source(listener, G_IO_IN, nil)!
+        g_source_set_callback(acceptSource, unsafeBitCast(accept, to: GSourceFunc.self), me, nil)
+        g_source_attach(acceptSource, context)
+        let sweep: @convention(c) (UnsafeMutableRawPointer?) -> gboolean = { data in
+            Unmanaged<ServerCore>.fromOpaque(data!).takeUnretainedValue().sweep()
+            return 1
+        }
+        let sweepSource = g_timeout_source_new(1000)!
+        g_source_set_callback(sweepSource, unsafeBitCast(sweep, to: GSourceFunc.self), me, nil)
+        g_source_attach(sweepSource, context)
+        sources = [acceptSource, sweepSource]
+    }
+
+    /// Accepts every pending connection and hands it to libsoup, or closes it when its client is over
+    /// the limit (loop thread).
+    private func acceptAll() {
+        guard let listener, let server else { return }
+        while let socket = g_socket_accept(listener, nil, nil) {
+            let remote = g_socket_get_remote_address(socket, nil)
+            let local = g_socket_get_local_address(socket, nil)
+            defer {
+                if let remote { g_object_unref(UnsafeMutableRawPointer(remote)) }
+                if let local { g_object_unref(UnsafeMutableRawPointer(local)) }
+            }
+            let (client, key) = Self.describe(remote)
+            guard let remote, let local, limits.admit(client) else {
+                g_socket_close(socket, nil)
+                g_object_unref(UnsafeMutableRawPointer(socket))
+                continue
+            }
+            // Recorded first: libsoup may read and answer a request that is already waiting before
+            // accept_iostream returns, and the record must be there when it finishes.
+            if let old = connections[key] { forget(key, old) }
+            connections[key] = Connection(socket: g_object_ref(UnsafeMutableRawPointer(socket)).assumingMemoryBound(to: GSocket.self),
+                                          client: client, awaitingSince: .now)
+            let stream = g_socket_connection_factory_create_connection(socket)!
+            g_object_unref(UnsafeMutableRawPointer(socket))
+            var error: UnsafeMutablePointer<GError>?
+            let accepted = soup_server_accept_iostream(server, UnsafeMutableRawPointer(stream).assumingMemoryBound(to: GIOStream.self),
+                                                       local, remote, &error)
+            g_object_unref(UnsafeMutableRawPointer(stream))
+            if accepted == 0 {
+                _ = GLibError("", error)
+                if let connection = connections[key] {
+                    g_socket_close(connection.socket, nil)
+                    forget(key, connection)
+                }
+            }
+        }
+    }
+
+    /// Every second: forgets connections libsoup has closed, and closes those that waited too long for a
+    /// request (loop thread). Closing the socket ends libsoup's read, and libsoup then releases the rest.
+    private func sweep() {
+        let now = ContinuousClock.now
+        for (key, connection) in connections {
+            if g_socket_is_closed(connection.socket) != 0 {
+                forget(key, connection)
+            } else if let since = connection.awaitingSince, now - since > ConnectionLimits.requestTimeout {
+                g_socket_shutdown(connection.socket, 1, 1, nil)
+                connections[key]?.awaitingSince = nil
+            }
+        }
+    }
+
+    private func forget(_ key: String, _ connection: Connection) {
+        connections[key] = nil
+        limits.release(connection.client)
+        g_object_unref(UnsafeMutableRawPointer(connection.socket))
+    }
+
+    private func requestStarted(_ message: OpaquePointer) {
+        let key = Self.describe(soup_server_message_get_remote_address(message)).key
+        connections[key]?.awaitingSince = .now
+    }
+
+    private func requestRead(_ message: OpaquePointer) {
+        let key = Self.describe(soup_server_message_get_remote_address(message)).key
+        connections[key]?.awaitingSince = nil
+    }
+
+    /// Without keep-alive, libsoup closes the connection right after its one request: it stops counting
+    /// against its client now, not at the next sweep (a client fetching in quick succession would hit
+    /// the limit meanwhile).
+    private func requestFinished(_ message: OpaquePointer) {
+        guard !Self.keepAlive else { return }
+        let key = Self.describe(soup_server_message_get_remote_address(message)).key
+        if let connection = connections[key] { forget(key, connection) }
+    }
+
+    /// The client's address alone, and `address:port` (one connection's key).
+    private static func describe(_ address: UnsafeMutablePointer<GSocketAddress>?) -> (client: String, key: String) {
+        guard let address, g_type_check_instance_is_a(UnsafeMutablePointer<GTypeInstance>(OpaquePointer(address)), g_inet_socket_address_get_type()) != 0 else {
+            return ("?", "?")
+        }
+        let inet = UnsafeMutableRawPointer(address).assumingMemoryBound(to: GInetSocketAddress.self)
+        let host = g_inet_socket_address_get_address(inet).flatMap { g_inet_address_to_string($0) }
+        defer { g_free(host) }
+        let client = host.map { String(cString: $0) } ?? "?"
+        return (client, "\(client):\(g_inet_socket_address_get_port(inet))")
+    }
 
     /// Stops serving (any thread).
     func close() {
@@ -233,22 +416,35 @@ final class ServerCore: @unchecked Sendable {
     }
 
     private func disconnect() {
-        guard let server else { return }
-        soup_server_disconnect(server)
-        g_object_unref(UnsafeMutableRawPointer(server))
-        self.server = nil
+        for source in sources {
+            g_source_destroy(source)
+            g_source_unref(source)
+        }
+        sources = []
+        if let server {
+            soup_server_disconnect(server)
+            g_object_unref(UnsafeMutableRawPointer(server))
+            self.server = nil
+        }
+        for (key, connection) in connections { forget(key, connection) }
+        if let listener {
+            g_socket_close(listener, nil)
+            g_object_unref(UnsafeMutableRawPointer(listener))
+            self.listener = nil
+        }
     }
 
     /// Answers one request (loop thread).
     private func answer(_ message: OpaquePointer, path: String, query: OpaquePointer?) {
         let method = String(cString: soup_server_message_get_method(message))
+        let response = soup_server_message_get_response_headers(message)
+        if !Self.keepAlive { soup_message_headers_replace(response, "Connection", "close") }
         let parts = path.split(separator: "/")
         guard method == "GET" || method == "HEAD", parts.count >= 2, parts.count <= 3, parts[0] == "m",
               let offer = offers.items.withLock({ $0[String(parts[1])] }) else {
             soup_server_message_set_status(message, 404, nil)
             return
         }
-        let response = soup_server_message_get_response_headers(message)
         soup_message_headers_set_content_type(response, offer.mimeType, nil)
         soup_message_headers_replace(response, "transferMode.dlna.org", offer.isImage ? "Interactive" : "Streaming")
         switch offer.source {
@@ -262,16 +458,27 @@ final class ServerCore: @unchecked Sendable {
                 soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_COPY,
                                          bytes.baseAddress, gsize(bytes.count))
             }
-        case .pipeline(let description, let duration):
+        case .pipeline(let conversion):
+            let duration = conversion.duration
             soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true))
-            let start = TimeSeek.start(headers: soup_server_message_get_request_headers(message), query: query)
-            if let start, let duration {
-                soup_message_headers_replace(response, "TimeSeekRange.dlna.org", TimeSeek.header(start: start, duration: duration))
+            let t = query.flatMap { g_hash_table_lookup($0, "t") }.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+            let header = soup_message_headers_get_one(soup_server_message_get_request_headers(message), "TimeSeekRange.dlna.org")
+                .map { String(cString: $0) }
+            var start = 0.0
+            switch TimeSeekRequest.parse(query: t, header: header, duration: duration) {
+            case .start: break
+            case .from(let seconds): start = seconds
+            case .unsatisfiable:
+                soup_server_message_set_status(message, 416, nil)
+                return
+            }
+            if start > 0, let duration {
+                soup_message_headers_replace(response, "TimeSeekRange.dlna.org", TimeSeekRequest.header(start: start, duration: duration))
             }
             soup_message_headers_set_encoding(response, SOUP_ENCODING_CHUNKED)
             soup_server_message_set_status(message, 200, nil)
             guard method == "GET" else { return }
-            PipelineStream(loop: loop, path: offer.path, description: description, start: start ?? 0).attach(to: message)
+            PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start).attach(to: message)
         }
     }
 
@@ -282,24 +489,18 @@ final class ServerCore: @unchecked Sendable {
         soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: false))
         var start: UInt64 = 0
         var length = size
-        if soup_message_headers_get_one(request, "Range") != nil {
-            var ranges: UnsafeMutablePointer<SoupRange>?
-            var count: Int32 = 0
-            guard soup_message_headers_get_ranges(request, goffset(size), &ranges, &count) != 0, let ranges, count > 0,
-                  ranges[0].start >= 0, ranges[0].start <= ranges[0].end, ranges[0].end < goffset(size) else {
-                if let ranges { soup_message_headers_free_ranges(request, ranges) }
-                soup_message_headers_replace(response, "Content-Range", "bytes */\(size)")
-                soup_server_message_set_status(message, 416, nil)
-                return
-            }
-            // Several ranges in one request are rare from media players: the first one is served.
-            start = UInt64(ranges[0].start)
-            length = UInt64(ranges[0].end) - start + 1
-            soup_message_headers_set_content_range(response, ranges[0].start, ranges[0].end, goffset(size))
-            soup_message_headers_free_ranges(request, ranges)
-            soup_server_message_set_status(message, 206, nil)
-        } else {
+        switch ByteRangeRequest.parse(soup_message_headers_get_one(request, "Range").map { String(cString: $0) }, size: size) {
+        case .whole:
             soup_server_message_set_status(message, 200, nil)
+        case .part(let first, let last):
+            start = first
+            length = last - first + 1
+            soup_message_headers_set_content_range(response, goffset(first), goffset(last), goffset(size))
+            soup_server_message_set_status(message, 206, nil)
+        case .unsatisfiable:
+            soup_message_headers_replace(response, "Content-Range", "bytes */\(size)")
+            soup_server_message_set_status(message, 416, nil)
+            return
         }
         soup_message_headers_set_content_length(response, goffset(length))
         guard !head, length > 0 else { return }

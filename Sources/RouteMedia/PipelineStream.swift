@@ -6,9 +6,17 @@ import RouteGLib
 import CGStreamerApp
 import CRouteShim
 import CSoup
-import RouteGLib
 import Foundation
+import RouteCore
 import Synchronization
+
+/// How an offered file is converted: the pipeline after the file source, the item's length, and how a
+/// start offset is reached (exactly, when the pipeline decodes; at the key frame before, when it copies).
+struct Conversion: Sendable {
+    let description: String
+    let duration: Double?
+    let exactSeek: Bool
+}
 
 /// Runs a pipeline for one GET and streams its output as a chunked body.
 ///
@@ -22,7 +30,7 @@ final class PipelineStream: @unchecked Sendable {
     // the pull thread; the rest is immutable.
     private let loop: GLibLoop
     private let path: String
-    private let description: String
+    private let conversion: Conversion
     private let start: Double
     /// Chunks handed to libsoup and not yet written, guarded by `window`.
     private let window = NSCondition()
@@ -31,10 +39,10 @@ final class PipelineStream: @unchecked Sendable {
     private nonisolated(unsafe) var message: OpaquePointer?
     private static let maxInFlight = 16
 
-    init(loop: GLibLoop, path: String, description: String, start: Double) {
+    init(loop: GLibLoop, path: String, conversion: Conversion, start: Double) {
         self.loop = loop
         self.path = path
-        self.description = description
+        self.conversion = conversion
         self.start = start
     }
 
@@ -89,7 +97,7 @@ final class PipelineStream: @unchecked Sendable {
         var sentAny = false
         defer { finishResponse(failure: failure, afterData: sentAny) }
         var error: UnsafeMutablePointer<GError>?
-        let full = "filesrc name=route_src ! \(description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
+        let full = "filesrc name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
         guard let pipeline = gst_parse_launch(full, &error), error == nil else {
             failure = GLibError("conversion pipeline", error).description
             return
@@ -107,11 +115,14 @@ final class PipelineStream: @unchecked Sendable {
         gst_object_unref(source)
         defer { gst_object_unref(sink) }
         let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+        let gates = SeekGates(bin: bin)
         if start > 0 {
+            gates.hold(remaining: conversion.duration.map { max(0, $0 - start) })
             gst_element_set_state(pipeline, GST_STATE_PAUSED)
-            gst_element_get_state(pipeline, nil, nil, GstClockTime(10 * GStreamer.second))
-            let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
-            gst_element_seek_simple(pipeline, GST_FORMAT_TIME, flags, gint64(start * GStreamer.second))
+            if let problem = gates.seek(to: start, exact: conversion.exactSeek, giveUp: { self.isFinished }) {
+                failure = problem
+                return
+            }
         }
         gst_element_set_state(pipeline, GST_STATE_PLAYING)
         let bus = gst_element_get_bus(pipeline)
@@ -173,36 +184,114 @@ final class PipelineStream: @unchecked Sendable {
     }
 }
 
-/// DLNA time-based seeking for converted streams: `TimeSeekRange.dlna.org: npt=30.5-` (or `?t=30.5`).
-enum TimeSeek {
-    /// The requested start in seconds, if the request asks for one.
-    static func start(headers: OpaquePointer?, query: OpaquePointer?) -> Double? {
-        if let query, let raw = g_hash_table_lookup(query, "t") {
-            return parseClock(String(cString: raw.assumingMemoryBound(to: CChar.self)))
+/// The `route_gate_…` elements of a conversion pipeline (see `TranscodeProfile.pipeline`), used to start the
+/// stream at an offset without the encoders and muxers ever seeing what comes before it.
+///
+/// Threads: the probes run on GStreamer's streaming threads; `seek` waits on the pull thread.
+private final class SeekGates: @unchecked Sendable {
+    // Safety: `gates` is set in init; the probe state is behind `lock`.
+    private var gates: [(element: UnsafeMutablePointer<GstElement>, dropsRepeats: Bool)] = []
+    private let lock = NSCondition()
+    private var waiting: Set<Int> = []
+    private var seeked = false
+    private var lastTimes: [Int: GstClockTime] = [:]
+
+    init(bin: UnsafeMutablePointer<GstBin>) {
+        for name in ["route_gate_audio", "route_gate_video", "route_gate_raw_video"] {
+            if let element = gst_bin_get_by_name(bin, name) { gates.append((element, name == "route_gate_raw_video")) }
         }
-        guard let headers, let raw = soup_message_headers_get_one(headers, "TimeSeekRange.dlna.org") else { return nil }
-        return parse(String(cString: raw))
     }
 
-    /// Parses `npt=30.5-`, `npt=00:01:02.5-00:02:00`; the start only.
-    static func parse(_ value: String) -> Double? {
-        guard let range = value.split(separator: "=", maxSplits: 1).last, value.lowercased().hasPrefix("npt=") else { return nil }
-        guard let first = range.split(separator: "-", omittingEmptySubsequences: false).first else { return nil }
-        return parseClock(String(first))
+    deinit {
+        for gate in gates { gst_object_unref(gate.element) }
     }
 
-    /// `30.5` or `H:MM:SS.sss` to seconds.
-    static func parseClock(_ text: String) -> Double? {
-        var total = 0.0
-        for part in text.split(separator: ":", omittingEmptySubsequences: false) {
-            guard let value = Double(part), value >= 0 else { return nil }
-            total = total * 60 + value
+    /// Blocks every gate at its first buffer, until `seek` opens them. With `remaining`, the gates also
+    /// answer duration queries from downstream with it: encoders that write a length into their header
+    /// (flacenc) must describe the stream they make, which starts at the offset.
+    func hold(remaining: Double?) {
+        for (index, gate) in gates.enumerated() {
+            if let remaining, let source = gst_element_get_static_pad(gate.element, "src") {
+                let nanoseconds = Box(gint64(remaining * GStreamer.second))
+                gst_pad_add_probe(source, GST_PAD_PROBE_TYPE_QUERY_UPSTREAM, { _, info, data in
+                    guard let query = gst_pad_probe_info_get_query(info), query.pointee.type == GST_QUERY_DURATION else { return GST_PAD_PROBE_OK }
+                    var format = GST_FORMAT_UNDEFINED
+                    gst_query_parse_duration(query, &format, nil)
+                    guard format == GST_FORMAT_TIME else { return GST_PAD_PROBE_OK }
+                    gst_query_set_duration(query, GST_FORMAT_TIME, Unmanaged<Box<gint64>>.fromOpaque(data!).takeUnretainedValue().value)
+                    return GST_PAD_PROBE_HANDLED
+                }, Unmanaged.passRetained(nanoseconds).toOpaque(), { data in Unmanaged<Box<gint64>>.fromOpaque(data!).release() })
+                gst_object_unref(source)
+            }
+            guard let pad = gst_element_get_static_pad(gate.element, "sink") else { continue }
+            defer { gst_object_unref(pad) }
+            lock.withLock { _ = waiting.insert(index) }
+            let context = Unmanaged.passRetained(GateProbe(gates: self, index: index)).toOpaque()
+            let mask = GstPadProbeType(rawValue: GST_PAD_PROBE_TYPE_BLOCK.rawValue | GST_PAD_PROBE_TYPE_BUFFER.rawValue
+                                        | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue)
+            gst_pad_add_probe(pad, mask, { _, info, data in
+                let probe = Unmanaged<GateProbe>.fromOpaque(data!).takeUnretainedValue()
+                return probe.gates.arrived(at: probe.index, info: info)
+            }, context, { data in Unmanaged<GateProbe>.fromOpaque(data!).release() })
         }
-        return total
     }
 
-    /// The reply header: `npt=START-END/DURATION`.
-    static func header(start: Double, duration: Double) -> String {
-        String(format: "npt=%.3f-%.3f/%.3f", start, duration, duration)
+    /// Waits (at most 10 s, or until `giveUp`) until every gate holds data, then seeks upstream of the
+    /// first gate and lets the data from the new position through. Returns a problem, or nil.
+    func seek(to seconds: Double, exact: Bool, giveUp: () -> Bool) -> String? {
+        let deadline = Date(timeIntervalSinceNow: 10)
+        lock.lock()
+        while !waiting.isEmpty, Date() < deadline, !giveUp() { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.1)) }
+        seeked = true
+        lock.unlock()
+        guard let first = gates.first, let pad = gst_element_get_static_pad(first.element, "sink") else {
+            return "the conversion pipeline has no seek gate"
+        }
+        defer { gst_object_unref(pad) }
+        // Exact: decoders clip to the very frame. Copied streams can only start at a key frame: the one before.
+        let how = exact ? GST_SEEK_FLAG_ACCURATE.rawValue : GST_SEEK_FLAG_KEY_UNIT.rawValue | GST_SEEK_FLAG_SNAP_BEFORE.rawValue
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | how)
+        let event = gst_event_new_seek(1.0, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(seconds * GStreamer.second),
+                                       GST_SEEK_TYPE_NONE, -1)
+        // Upstream from the gate's sink pad: the seek reaches the demuxer without passing a muxer (mp4mux
+        // cannot take a time seek on its byte stream).
+        guard gst_pad_push_event(pad, event) != 0 else { return "the file cannot be read from \(formatClock(seconds))" }
+        return nil
+    }
+
+    /// A buffer reached gate `index` (streaming thread): held before the seek; after it, let through,
+    /// except a raw video frame that does not move time forward.
+    fileprivate func arrived(at index: Int, info: UnsafeMutablePointer<GstPadProbeInfo>?) -> GstPadProbeReturn {
+        lock.lock()
+        defer { lock.unlock() }
+        guard seeked else {
+            waiting.remove(index)
+            lock.broadcast()
+            return GST_PAD_PROBE_OK
+        }
+        guard gates[index].dropsRepeats else { return GST_PAD_PROBE_REMOVE }
+        guard let buffer = gst_pad_probe_info_get_buffer(info) else { return GST_PAD_PROBE_PASS }
+        let time = buffer.pointee.pts
+        if time != route_gst_clock_time_none() {
+            if let last = lastTimes[index], time <= last { return GST_PAD_PROBE_DROP }
+            lastTimes[index] = time
+        }
+        return GST_PAD_PROBE_PASS
+    }
+}
+
+/// A value handed to a C callback.
+private final class Box<Value> {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// What one gate's probe needs: its gates and its index.
+private final class GateProbe {
+    let gates: SeekGates
+    let index: Int
+    init(gates: SeekGates, index: Int) {
+        self.gates = gates
+        self.index = index
     }
 }

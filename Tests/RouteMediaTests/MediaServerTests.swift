@@ -189,8 +189,225 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         #expect(try await curl(url).status == 500)
     }
 
+    /// Each way of converting seeks: the answer comes at once and holds the item from the offset on
+    /// (FLAC and fMP4 used to never answer or send a header only; a remux with t >= 2 never answered).
+    @Test(arguments: [
+        ("longMP3", "audio/flac", "transcoded (flac)"), ("mkv", "video/mp2t", "remuxed (mpegTSCopy)"),
+        ("mkv", "video/mp4", "remuxed (fragmentedMP4Copy)"), ("webm", "video/mp4", "transcoded (fragmentedMP4)"),
+        ("webm", "video/mp2t", "transcoded (mpegTS)"), ("longMP3", "audio/wav", "transcoded (wav)"),
+    ])
+    func convertedStreamsStartAtTheAskedTime(sample: String, accepts: String, plan: String) async throws {
+        let samples = try await Samples.get()
+        let path = ["longMP3": samples.longMP3, "mkv": samples.mkv, "webm": samples.webm][sample]!
+        let info = try await probe(path)
+        let duration = try #require(info.duration)
+        let server = try MediaServer()
+        defer { server.close() }
+        let delivery = DeliveryPlanner.plan(info, for: .mimeTypes([accepts]))
+        #expect(delivery.summary == plan)
+        let url = try #require(server.offer(info, as: delivery)).url
+        let whole = try await curl(url)
+        let started = ContinuousClock.now
+        let later = try await curl(url + "?t=3")
+        #expect(ContinuousClock.now - started < .seconds(10), "answered at once")
+        #expect(whole.status == 200 && later.status == 200)
+        // Less than the whole, and about the share of the item after 3 s (key frames are a second apart).
+        let share = Double(later.body.count) / Double(max(1, whole.body.count))
+        let expected = (duration - 3) / duration
+        #expect(share > expected - 0.25 && share < expected + 0.2, "\(sample) as \(accepts): \(later.body.count) of \(whole.body.count) bytes")
+        guard !accepts.hasSuffix("mp4") else { return } // fragmented MP4 states no overall length
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("route-seek-\(UUID().uuidString)")
+        try later.body.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let made = try await probe(file.path)
+        #expect(abs((made.duration ?? 0) - (duration - 3)) < 1.2, "\(sample) as \(accepts): \(made.duration ?? -1) s from 3 s of \(duration) s")
+    }
+
+    /// Seek values from the network never reach arithmetic that traps (`?t=inf` used to kill route).
+    @Test func absurdSeekValuesStartFromTheBeginningOrAre416() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.longWAV)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = try #require(server.offer(info, as: .transcode(.mp3))).url
+        for t in ["inf", "1e300", "nan", "-5", "abc", "0x10", "99999999999"] {
+            let fetched = try await curl(url + "?t=" + t)
+            #expect(fetched.status == 200 && !fetched.body.isEmpty, "t=\(t): \(fetched.status)")
+        }
+        #expect(try await curl(url + "?t=6").status == 416, "at or past the end")
+        #expect(try await curl(url, ["-H", "TimeSeekRange.dlna.org: npt=inf-"]).status == 200)
+        #expect(try await curl(url, ["-H", "TimeSeekRange.dlna.org: npt=1:00:00-"]).status == 416)
+        #expect(try await curl(url).status == 200, "still serving")
+    }
+
+    /// Every request whose client hangs up used to leave a socket in CLOSE-WAIT for ever (libsoup 3.2).
+    @Test func requestsLeaveNoDescriptorsBehind() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.wav)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let port = try #require(URL(string: url)?.port)
+        for index in 0..<300 { _ = try await offThePool { try rawGET(port: port, path: index % 3 == 0 ? URL(string: url)!.path : "/x") } }
+        // The server's side of every connection is gone: none left open, none in CLOSE-WAIT.
+        try await waitUntil("the server closed every connection", within: 5) { serverConnections(port: port) == 0 }
+        let after = try await curl(url)
+        #expect(after.status == 200, "\(after.status) \(after.headers)")
+    }
+
+    /// One address gets at most `ConnectionLimits.perClient` connections, and idle ones are closed; other
+    /// clients are served meanwhile.
+    @Test func idleConnectionsAreBoundedPerClientAndClosed() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.wav)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let port = try #require(URL(string: url)?.port)
+        let idle = try (0..<(ConnectionLimits.perClient + 4)).map { _ in try IdleClient(port: port, from: "127.0.0.1") }
+        try await waitUntil("the extra connections are refused", within: 3) { idle.filter(\.isClosed).count == 4 }
+        #expect(try await curl(url, ["--interface", "127.0.0.2"]).status == 200, "another client is served")
+        let seconds = Double(ConnectionLimits.requestTimeout.components.seconds)
+        try await waitUntil("idle connections are closed", within: seconds + 4) { idle.allSatisfy(\.isClosed) }
+    }
+
+    @Test func aPortIsNeverSharedWithAnotherServer() throws {
+        let first = try MediaServer()
+        defer { first.close() }
+        let port = try #require(URL(string: first.baseURL)?.port)
+        #expect(throws: MediaError.self) { try MediaServer(port: UInt16(port)) }
+    }
+
+    @Test func rangesFollowTheSpec() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.wav)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let size = Int(info.size)
+        let clamped = try await curl(url, ["-H", "Range: bytes=100-99999999"])
+        #expect(clamped.status == 206 && clamped.body.count == size - 100)
+        #expect(clamped.headers["content-range"] == "bytes 100-\(size - 1)/\(size)")
+        #expect(try await curl(url, ["-H", "Range: bytes=0-\(size)"]).status == 206)
+        let suffix = try await curl(url, ["-H", "Range: bytes=-99999999"])
+        #expect(suffix.status == 206 && suffix.body.count == size)
+        for ignored in ["bytes=abc", "items=0-5", "bytes=5-1"] {
+            let whole = try await curl(url, ["-H", "Range: \(ignored)"])
+            #expect(whole.status == 200 && whole.body.count == size, "\(ignored)")
+        }
+        let beyond = try await curl(url, ["-H", "Range: bytes=\(size)-"])
+        #expect(beyond.status == 416 && beyond.headers["content-range"] == "bytes */\(size)")
+    }
+
     @Test func anAddressThatIsNotLocalIsAClearError() {
         #expect(throws: MediaError.self) { try MediaServer(address: "192.0.2.1") }
         #expect(throws: MediaError.self) { try MediaServer(address: "not-an-address") }
     }
+}
+
+/// `Range` and `TimeSeekRange.dlna.org` as the server reads them.
+@Suite struct RangeParsingTests {
+    @Test func byteRanges() {
+        let size: UInt64 = 239_958
+        #expect(ByteRangeRequest.parse(nil, size: size) == .whole)
+        #expect(ByteRangeRequest.parse("bytes=0-99", size: size) == .part(start: 0, end: 99))
+        #expect(ByteRangeRequest.parse("bytes=0-239958", size: size) == .part(start: 0, end: size - 1))
+        #expect(ByteRangeRequest.parse("bytes=100-99999999", size: size) == .part(start: 100, end: size - 1))
+        #expect(ByteRangeRequest.parse("bytes=100-", size: size) == .part(start: 100, end: size - 1))
+        #expect(ByteRangeRequest.parse("bytes=-500", size: size) == .part(start: size - 500, end: size - 1))
+        #expect(ByteRangeRequest.parse("bytes=-99999999", size: size) == .part(start: 0, end: size - 1))
+        #expect(ByteRangeRequest.parse("bytes=0-9, 100-199", size: size) == .part(start: 0, end: 199))
+        #expect(ByteRangeRequest.parse("BYTES = 5-6", size: size) == .part(start: 5, end: 6))
+        #expect(ByteRangeRequest.parse("bytes=239958-", size: size) == .unsatisfiable)
+        #expect(ByteRangeRequest.parse("bytes=-0", size: size) == .unsatisfiable)
+        for ignored in ["bytes=abc", "items=0-5", "bytes=5-1", "bytes=", "bytes=1-2-3", "bytes=99999999999999999999-",
+                        "bytes=+1-2", "bytes=0x10-20", "bytes=" + Array(repeating: "1-2", count: 40).joined(separator: ",")] {
+            #expect(ByteRangeRequest.parse(ignored, size: size) == .whole, "\(ignored)")
+        }
+    }
+
+    @Test func timeSeeks() {
+        #expect(TimeSeekRequest.parse(query: nil, header: nil, duration: 60) == .start)
+        #expect(TimeSeekRequest.parse(query: "12.5", header: nil, duration: 60) == .from(12.5))
+        #expect(TimeSeekRequest.parse(query: nil, header: "npt=0:00:30.000-", duration: 60) == .from(30))
+        #expect(TimeSeekRequest.parse(query: nil, header: "npt=10-20/60", duration: 60) == .from(10))
+        #expect(TimeSeekRequest.parse(query: "60", header: nil, duration: 60) == .unsatisfiable)
+        #expect(TimeSeekRequest.parse(query: "600", header: nil, duration: nil) == .from(600))
+        for bad in ["inf", "nan", "1e300", "-1", "", "1:2:3:4"] {
+            #expect(TimeSeekRequest.parse(query: bad, header: nil, duration: 60) == .start, "\(bad)")
+            #expect(TimeSeekRequest.parse(query: nil, header: "npt=\(bad)-", duration: 60) == .start, "npt=\(bad)-")
+        }
+        #expect(TimeSeekRequest.parse(query: nil, header: "bytes=0-", duration: 60) == .start)
+    }
+}
+
+/// TCP connections whose local end is `port` (the server's side), from the kernel's table: established,
+/// closing or in CLOSE-WAIT — everything but the listening socket and TIME-WAIT remnants.
+private func serverConnections(port: Int) -> Int {
+    let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+    let local = String(format: ":%04X", port)
+    return table.split(separator: "\n").dropFirst().filter { line in
+        let fields = line.split(separator: " ")
+        guard fields.count > 3, fields[1].hasSuffix(local) else { return false }
+        return fields[3] != "0A" && fields[3] != "06" // LISTEN, TIME_WAIT
+    }.count
+}
+
+/// Polls `condition` every 50 ms until it holds; records an issue and throws after `seconds`.
+private func waitUntil(_ what: String, within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation,
+                       _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if condition() { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    Issue.record("\(what): not within \(seconds) s", sourceLocation: sourceLocation)
+    throw ToolFailed(description: what)
+}
+
+/// One HTTP/1.1 GET over a fresh connection, read until the server closes it; the status line.
+private func rawGET(port: Int, path: String) throws -> String {
+    let client = try IdleClient(port: port, from: "127.0.0.1")
+    let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    _ = request.withCString { send(client.fd, $0, strlen($0), 0) }
+    var response = Data()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = recv(client.fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response.append(contentsOf: buffer[0..<n])
+        // A whole header and a body the server ends by closing (Connection: close) or by its length.
+        if response.count > 1 << 20 { break }
+    }
+    return String(decoding: response.prefix(while: { $0 != 13 }), as: UTF8.self)
+}
+
+/// A TCP connection that sends nothing (unless asked), and knows when the server has closed it.
+private final class IdleClient: @unchecked Sendable {
+    let fd: Int32
+
+    init(port: Int, from source: String) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = UInt16(port).bigEndian
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var limit = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard bound == 0, connected == 0 else { close(fd); throw ToolFailed(description: "cannot connect to port \(port)") }
+    }
+
+    /// Whether the server has closed its end (a read sees the end, without waiting).
+    var isClosed: Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    deinit { close(fd) }
 }

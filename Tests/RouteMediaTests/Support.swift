@@ -23,6 +23,12 @@ struct Samples: Sendable {
     let m4a: String
     /// 1.000 s of 320x240 H.264 at 30 fps with stereo 48 kHz AAC, in MP4.
     let mp4: String
+    /// 6.000 s of 160x120 H.264 (a key frame every second) with AAC, in Matroska.
+    let mkv: String
+    /// 4.000 s of 160x120 VP8 with Vorbis, in WebM (a device taking only H.264 needs it transcoded).
+    let webm: String
+    /// 6.000 s of MP3.
+    let longMP3: String
     /// One 64x48 PNG picture.
     let png: String
     /// A text file named .mp3.
@@ -52,6 +58,7 @@ struct Samples: Sendable {
         let samples = Samples(
             wav: root + "/tone.wav", longWAV: root + "/six seconds.wav", taggedMP3: root + "/tagged.mp3",
             bareMP3: root + "/bare.mp3", ogg: root + "/tone.ogg", m4a: root + "/tone.m4a", mp4: root + "/clip.mp4",
+            mkv: root + "/clip.mkv", webm: root + "/clip.webm", longMP3: root + "/six seconds.mp3",
             png: root + "/picture.png", textMP3: root + "/notes.mp3", empty: root + "/empty.wav",
             directory: root + "/folder.wav", root: root)
         // audiotestsrc makes 882-sample buffers: 100 buffers at 44.1 kHz are exactly 2.000 s.
@@ -70,6 +77,17 @@ struct Samples: Sendable {
             ! mp4mux name=mux ! filesink location=\(q(samples.mp4)) \
             audiotestsrc num-buffers=47 samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! avenc_aac ! mux.
             """)
+        try gstLaunch("""
+            videotestsrc num-buffers=180 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast key-int-max=30 \
+            ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(samples.mkv)) \
+            audiotestsrc num-buffers=282 samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! avenc_aac ! aacparse ! queue ! mux.
+            """)
+        try gstLaunch("""
+            videotestsrc num-buffers=120 ! video/x-raw,width=160,height=120,framerate=30/1 ! vp8enc deadline=1 ! queue ! webmmux name=mux \
+            ! filesink location=\(q(samples.webm)) audiotestsrc num-buffers=188 samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 \
+            ! audioconvert ! vorbisenc ! queue ! mux.
+            """)
+        try gstLaunch("audiotestsrc num-buffers=300 samplesperbuffer=882 ! \(stereo44) ! audioconvert ! lamemp3enc ! filesink location=\(q(samples.longMP3))")
         try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=48 ! videoconvert ! pngenc ! filesink location=\(q(samples.png))")
         try Data("These are notes, not music.\n".utf8).write(to: URL(fileURLWithPath: samples.textMP3))
         try Data().write(to: URL(fileURLWithPath: samples.empty))
