@@ -14,7 +14,7 @@ public enum DeviceMatcher {
         let q = query.lowercased()
         guard !q.isEmpty else { return nil }
         let tiers: [(DeviceMatch, (MediaDevice) -> Bool)] = [
-            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) || $0.deduplicationIDs.contains("ip:" + query) }),
+            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) || matchesAddress(query, of: $0) }),
             (.exactName, { $0.name.lowercased() == q }),
             (.prefix, { $0.name.lowercased().hasPrefix(q) }),
             (.wordPrefix, { $0.name.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } }),
@@ -29,6 +29,18 @@ public enum DeviceMatcher {
         let scored = devices.map { ($0, editDistance(q, $0.name.lowercased())) }.filter { $0.1 <= limit }
         guard let best = scored.map(\.1).min() else { return nil }
         return (.close, scored.filter { $0.1 == best }.map(\.0))
+    }
+
+    /// Whether `query` is the device's address as a person would give it: the whole address (a
+    /// description URL), its `host:port`, or its host alone.
+    public static func matchesAddress(_ query: String, of device: MediaDevice) -> Bool {
+        guard let address = device.address, !query.isEmpty else { return false }
+        if address == query { return true }
+        var rest = Substring(address)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        let authority = rest.prefix { $0 != "/" }
+        let host = authority.split(separator: ":").first.map(String.init) ?? String(authority)
+        return query == String(authority) || query == host
     }
 
     /// The one device `query` names, or `RouteError.unknownDevice` / `.ambiguousDevice`.

@@ -10,7 +10,7 @@ public enum DisplayText {
 
     /// `text` with every control character (C0, DEL, C1) and every bidirectional override or isolate
     /// removed, line breaks and tabs turned into spaces, runs of spaces collapsed, ends trimmed, and at
-    /// most `limit` Unicode scalars (cut with "…").
+    /// most `limit` Unicode scalars (cut with "…"). For names and other short text from the network.
     public static func clean(_ text: String, limit: Int = nameLimit) -> String {
         var out = ""
         var count = 0
@@ -20,11 +20,7 @@ public enum DisplayText {
             let isSpace = value == 0x20 || value == 0x09 || value == 0x0A || value == 0x0D || value == 0xA0
                 || value == 0x2028 || value == 0x2029
             if isSpace { pendingSpace = !out.isEmpty; continue }
-            if value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
-                || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C
-                || value == 0xFEFF {
-                continue
-            }
+            if isHidden(scalar) { continue }
             if pendingSpace {
                 if count + 1 >= limit { return out + "…" }
                 out.unicodeScalars.append(" ")
@@ -36,5 +32,26 @@ public enum DisplayText {
             count += 1
         }
         return out
+    }
+
+    /// A whole line made safe to print, its own spacing kept: control characters, escape sequences'
+    /// introducers and direction overrides removed, line breaks and tabs turned into spaces, at most
+    /// `limit` scalars.
+    public static func line(_ text: String, limit: Int = 4000) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(limit) {
+            let value = scalar.value
+            if value == 0x09 || value == 0x0A || value == 0x0D { out.append(" "); continue }
+            if isHidden(scalar) { continue }
+            out.append(scalar)
+        }
+        return String(out) + (text.unicodeScalars.count > limit ? "…" : "")
+    }
+
+    /// Control characters (C0, DEL, C1) and the invisible marks that reorder or hide text.
+    private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
+            || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C || value == 0xFEFF
     }
 }

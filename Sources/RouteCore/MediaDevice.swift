@@ -94,16 +94,42 @@ public enum MediaAcceptance: Sendable, Hashable, Codable {
         }
     }
 
-    /// Spellings of one format that devices and GStreamer use interchangeably, mapped to one.
+    /// Spellings of one format that devices and GStreamer use interchangeably, mapped to one. Learned from
+    /// what renderers list in GetProtocolInfo: gmediarender (GStreamer's names: `video/quicktime`,
+    /// `video/mpegts`, `audio/x-flac`), Rygel, Kodi, Samsung (`video/x-mkv`, `video/vnd.dlna.mpeg-tts`,
+    /// `audio/x-ms-wma`) and LG (`video/x-matroska`, `audio/vnd.dlna.adts`) TVs.
     private static let aliases: [String: String] = [
-        "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/vnd.wave": "audio/wav",
-        "audio/mp3": "audio/mpeg", "audio/x-mp3": "audio/mpeg", "audio/mpeg3": "audio/mpeg",
-        "audio/x-flac": "audio/flac", "audio/x-aac": "audio/aac", "audio/aacp": "audio/aac",
+        // WAV
+        "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/vnd.wave": "audio/wav", "audio/x-pn-wav": "audio/wav",
+        // MP3
+        "audio/mp3": "audio/mpeg", "audio/x-mp3": "audio/mpeg", "audio/mpeg3": "audio/mpeg", "audio/x-mpeg": "audio/mpeg",
+        "audio/mpg": "audio/mpeg", "audio/x-mpeg-3": "audio/mpeg",
+        // FLAC, AAC, MP4 audio, AIFF, Ogg, WMA, AC-3
+        "audio/x-flac": "audio/flac", "audio/x-aac": "audio/aac", "audio/aacp": "audio/aac", "audio/vnd.dlna.adts": "audio/aac",
+        "audio/aac-adts": "audio/aac", "audio/x-hx-aac-adts": "audio/aac",
         "audio/x-m4a": "audio/mp4", "audio/m4a": "audio/mp4", "audio/x-aiff": "audio/aiff",
-        "application/ogg": "audio/ogg", "audio/x-ogg": "audio/ogg", "audio/x-vorbis+ogg": "audio/ogg",
-        "video/x-mkv": "video/x-matroska", "video/mkv": "video/x-matroska", "video/avi": "video/x-msvideo",
-        "video/mpeg2ts": "video/mp2t", "video/vnd.dlna.mpeg-tts": "video/mp2t", "video/x-mp4": "video/mp4",
+        "application/ogg": "audio/ogg", "audio/x-ogg": "audio/ogg", "audio/x-vorbis+ogg": "audio/ogg", "audio/vorbis": "audio/ogg",
+        "audio/x-vorbis": "audio/ogg", "audio/wma": "audio/x-ms-wma", "audio/x-ac3": "audio/ac3", "audio/vnd.dolby.dd-raw": "audio/ac3",
+        // Matroska, AVI
+        "video/x-mkv": "video/x-matroska", "video/mkv": "video/x-matroska", "video/matroska": "video/x-matroska",
+        "video/avi": "video/x-msvideo", "video/msvideo": "video/x-msvideo", "video/x-avi": "video/x-msvideo",
+        // MPEG transport streams
+        "video/mpeg2ts": "video/mp2t", "video/vnd.dlna.mpeg-tts": "video/mp2t", "video/mpegts": "video/mp2t",
+        "video/mp2ts": "video/mp2t", "video/x-mpegts": "video/mp2t", "video/x-mpeg-ts": "video/mp2t",
+        // MP4 (a renderer built on GStreamer lists QuickTime, whose demuxer plays MP4)
+        "video/x-mp4": "video/mp4", "video/quicktime": "video/mp4", "video/x-m4v": "video/mp4", "video/m4v": "video/mp4",
+        // MPEG program streams, WMV, FLV, JPEG
+        "video/mpeg2": "video/mpeg", "video/x-mpeg": "video/mpeg", "video/mpg": "video/mpeg", "video/x-mpeg2": "video/mpeg",
+        "video/wmv": "video/x-ms-wmv", "video/flv": "video/x-flv", "image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg",
     ]
+
+    /// The device's own spelling of a type it accepts (`video/quicktime` for a file route calls
+    /// `video/mp4`), for what route tells it: some devices compare the text of the type.
+    public func spelling(of mimeType: String) -> String {
+        guard case .mimeTypes(let types) = self else { return mimeType }
+        let wanted = Self.canonical(mimeType)
+        return types.first { Self.canonical($0) == wanted } ?? mimeType
+    }
 
     /// JSON: `"anything"`, or the array of MIME types.
     public init(from decoder: any Decoder) throws {

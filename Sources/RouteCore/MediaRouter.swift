@@ -35,7 +35,13 @@ public actor MediaRouter {
     }
 
     private func receive(_ snapshot: [MediaDevice], from provider: String) {
-        snapshots[provider] = snapshot
+        // Whatever a provider (or a plugin) found on the network, names reach apps and terminals clean.
+        snapshots[provider] = snapshot.map { device in
+            var clean = device
+            clean.name = DisplayText.clean(device.name)
+            clean.address = device.address.map { DisplayText.clean($0, limit: DisplayText.messageLimit) }
+            return clean
+        }
         let merged = Self.merge(providers.map { snapshots[$0.name] ?? [] })
         if merged != devices { changes.send(merged) }
     }

@@ -60,17 +60,29 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
     /// first data from the new position, so encoders and muxers only ever see the stream from there (seeking
     /// the whole pipeline instead leaves FLAC and fMP4 without their headers). A `route_gate_raw_video`
     /// also drops repeated frames, which an exact seek can produce and which MP4 muxing refuses.
-    public func pipeline(for info: MediaInfo) -> String {
+    ///
+    /// Audio keeps its channels as far as the format allows (MP3 is stereo; AAC up to 5.1; FLAC, WAV and
+    /// Vorbis up to 7.1), and `maxChannels` when the device says how many it takes: 5.1 is not downmixed
+    /// for a device that takes it.
+    public func pipeline(for info: MediaInfo, maxChannels: Int? = nil) -> String {
         let audio = info.streams.contains { $0.kind == .audio }
         let video = info.streams.contains { $0.kind == .video }
-        let stereo = "audioconvert ! audioresample ! audio/x-raw,channels=2"
+        let source = info.streams.first(where: { $0.kind == .audio })?.channels ?? 2
+        let formatLimit: Int
+        switch self {
+        case .mp3: formatLimit = 2
+        case .aac, .mpegTS, .fragmentedMP4: formatLimit = 6
+        default: formatLimit = 8
+        }
+        let channels = max(1, min(source, formatLimit, maxChannels ?? .max))
+        let raw = "audioconvert ! audioresample ! audio/x-raw,channels=\(channels)"
         let gate = "identity name=route_gate_audio silent=true"
         switch self {
-        case .mp3: return "decodebin ! \(gate) ! \(stereo) ! lamemp3enc target=bitrate cbr=true bitrate=320 ! identity name=route_out"
-        case .aac: return "decodebin ! \(gate) ! \(stereo) ! avenc_aac bitrate=256000 ! aacparse ! audio/mpeg,stream-format=adts ! identity name=route_out"
-        case .flac: return "decodebin ! \(gate) ! \(stereo) ! flacenc ! identity name=route_out"
-        case .wav: return "decodebin ! \(gate) ! \(stereo),format=S16LE ! wavenc ! identity name=route_out"
-        case .vorbis: return "decodebin ! \(gate) ! \(stereo) ! vorbisenc quality=0.6 ! oggmux ! identity name=route_out"
+        case .mp3: return "decodebin ! \(gate) ! \(raw) ! lamemp3enc target=bitrate cbr=true bitrate=320 ! identity name=route_out"
+        case .aac: return "decodebin ! \(gate) ! \(raw) ! avenc_aac bitrate=256000 ! aacparse ! audio/mpeg,stream-format=adts ! identity name=route_out"
+        case .flac: return "decodebin ! \(gate) ! \(raw) ! flacenc ! identity name=route_out"
+        case .wav: return "decodebin ! \(gate) ! \(raw),format=S16LE ! wavenc ! identity name=route_out"
+        case .vorbis: return "decodebin ! \(gate) ! \(raw) ! vorbisenc quality=0.6 ! oggmux ! identity name=route_out"
         case .audioCopy:
             let parse = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init) == .aac
                 ? "aacparse ! audio/mpeg,stream-format=adts" : "mpegaudioparse"
@@ -92,7 +104,7 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
                 let codec = info.streams.first(where: { $0.kind == .audio }).map(AudioCodec.init)
                 parts.append(copy
                     ? "route_demux. ! queue ! \(gate) ! \(codec == .aac ? "aacparse" : "mpegaudioparse") ! route_out."
-                    : "route_demux. ! queue ! \(gate) ! \(stereo) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
+                    : "route_demux. ! queue ! \(gate) ! \(raw) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
             }
             return parts.joined(separator: " ")
         }
@@ -132,7 +144,10 @@ public enum DeliveryPlanner {
             if audioStream != nil, let audio = audioProfile(accepts) {
                 return .transcode(audio)
             }
-            return .unplayable("the device takes none of video/mp2t, video/mp4 or an audio format route can make")
+            if audioStream == nil {
+                return .unplayable("it is video only, and the device takes neither MPEG-TS nor MP4 video")
+            }
+            return .unplayable("the device takes none of MPEG-TS or MP4 video, MP3, AAC, FLAC, WAV or Ogg Vorbis")
         case .audio:
             if let audioStream {
                 let codec = AudioCodec(audioStream)
@@ -159,6 +174,16 @@ public enum DeliveryPlanner {
 }
 
 extension Delivery {
+    /// Whether the device gets a video file's sound only (it takes no video route can make).
+    public func dropsPicture(of info: MediaInfo) -> Bool {
+        guard info.kind == .video else { return false }
+        switch self {
+        case .transcode(let profile), .remux(let profile):
+            return ![.mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy].contains(profile)
+        case .direct, .unplayable: return false
+        }
+    }
+
     /// A few words for people: `served as it is`, `remuxed (mpegTSCopy)`, `transcoded (mp3)`.
     public var summary: String {
         switch self {

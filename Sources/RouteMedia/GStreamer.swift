@@ -52,8 +52,12 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
     case unreadable(String)
     /// The file is empty.
     case emptyFile(String)
+    /// The path is a FIFO, socket or device: route needs a file it can read from any offset.
+    case notAFile(String, kind: String)
     /// GStreamer cannot make sense of the file.
     case notMedia(String, reason: String)
+    /// Nothing the device takes can be made from the file.
+    case unplayable(String, device: String, reason: String)
     /// A pipeline failed to build or run.
     case pipeline(String)
     /// The media server could not start.
@@ -65,20 +69,37 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
         case .directory(let path): return "\(path) is a directory; give the media files inside it"
         case .unreadable(let path): return "\(path) cannot be read (permission denied); check its permissions"
         case .emptyFile(let path): return "\(path) is empty (0 bytes); it is not a media file"
+        case .notAFile(let path, let kind): return "\(path) is \(kind), not a file; route plays files it can read from any point"
         case .notMedia(let path, let reason): return "\(path) is not a media file route can play (\(reason))"
+        case .unplayable(let path, let device, let reason): return "\(path) cannot be played on \(device): \(reason)"
         case .pipeline(let message): return message
         case .server(let message): return "the media server could not start: \(message)"
         }
     }
 
-    /// Checks that `path` names a readable, non-empty regular file; returns its size.
-    public static func checkReadableFile(_ path: String) throws(MediaError) -> UInt64 {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw .missingFile(path) }
-        if isDirectory.boolValue { throw .directory(path) }
-        guard FileManager.default.isReadableFile(atPath: path), access(path, R_OK) == 0 else { throw .unreadable(path) }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
-        if size == 0 { throw .emptyFile(path) }
-        return size
+    /// Checks that `path` names a readable, non-empty regular file (after following symbolic links);
+    /// returns the file's real path and size.
+    public static func checkReadableFile(_ path: String) throws(MediaError) -> (path: String, size: UInt64) {
+        var link = stat()
+        guard lstat(path, &link) == 0 else { throw .missingFile(path) }
+        var info = stat()
+        guard stat(path, &info) == 0, let real = realpath(path, nil) else {
+            // A link whose target is gone.
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?"
+            throw .missingFile("\(path) (a link to \(target), which does not exist)")
+        }
+        let resolved = String(cString: real)
+        free(real)
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw .directory(path)
+        case S_IFIFO: throw .notAFile(path, kind: "a named pipe (FIFO)")
+        case S_IFSOCK: throw .notAFile(path, kind: "a socket")
+        case S_IFCHR, S_IFBLK: throw .notAFile(path, kind: "a device")
+        default: throw .notAFile(path, kind: "not a regular file")
+        }
+        guard access(resolved, R_OK) == 0 else { throw .unreadable(path) }
+        if info.st_size == 0 { throw .emptyFile(path) }
+        return (resolved, UInt64(info.st_size))
     }
 }

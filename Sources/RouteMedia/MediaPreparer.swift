@@ -16,10 +16,11 @@ public final class MediaPreparer: Sendable {
     }
 
     /// The item to load for `info`: a file URI for local output; otherwise a served URL, direct or
-    /// converted as `DeliveryPlanner` decides.
-    /// - Throws: `MediaError.notMedia` when nothing the device takes can be made from the file;
+    /// converted as `DeliveryPlanner` decides. `notice` hears, in words, what the device will not get of
+    /// the file (the picture of a video sent to a speaker).
+    /// - Throws: `MediaError.unplayable` when nothing the device takes can be made from the file;
     ///   `MediaError.server` when no local address reaches the device.
-    public func prepare(_ info: MediaInfo) throws -> MediaItem {
+    public func prepare(_ info: MediaInfo, notice: (String) -> Void = { _ in }) throws -> MediaItem {
         var item = MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType,
                              title: info.displayTitle, artist: info.artist, album: info.album,
                              duration: info.duration, size: info.size, kind: info.kind)
@@ -32,11 +33,15 @@ public final class MediaPreparer: Sendable {
             return created
         }
         guard let (url, mimeType) = server.offer(info, as: plan) else {
-            if case .unplayable(let reason) = plan { throw MediaError.notMedia(info.path, reason: "\(device.name): \(reason)") }
-            throw MediaError.notMedia(info.path, reason: "no way to send it to \(device.name)")
+            if case .unplayable(let reason) = plan { throw MediaError.unplayable(info.path, device: device.name, reason: reason) }
+            throw MediaError.unplayable(info.path, device: device.name, reason: "route has no way to send it there")
+        }
+        if plan.dropsPicture(of: info) {
+            notice("\(device.name) takes no video format route can make: sending only the sound of \(info.displayTitle)")
         }
         item.url = url
-        item.mimeType = mimeType
+        // In the device's own words: some compare the text of the type with what they listed.
+        item.mimeType = device.accepts.spelling(of: mimeType)
         if let art = info.coverArt {
             item.artworkURL = server.offer(data: art.data, mimeType: art.mimeType)
         }

@@ -24,7 +24,7 @@ public struct StreamInfo: Sendable, Hashable, Codable {
 
 /// Everything route needs to know about a file before casting it.
 public struct MediaInfo: Sendable, Hashable, Codable {
-    /// Absolute path of the file.
+    /// The real path of the file (symbolic links followed).
     public var path: String
     /// Size in bytes.
     public var size: UInt64
@@ -68,8 +68,8 @@ public enum MediaProbe {
     /// - Throws: `MediaError` naming the file and the problem (missing, directory, unreadable,
     ///   empty, not media).
     public static func probe(_ path: String, timeout: Double = 10) throws(MediaError) -> MediaInfo {
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let size = try MediaError.checkReadableFile(path)
+        // Links are followed first: the file itself is probed, served and sized, not the link.
+        let (absolute, size) = try MediaError.checkReadableFile(path)
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(GstClockTime(timeout * GStreamer.second), &error) else {
@@ -96,29 +96,35 @@ public enum MediaProbe {
         var media = MediaInfo(path: absolute, size: size, container: "", mimeType: "application/octet-stream",
                               duration: GStreamer.seconds(UInt64(gst_discoverer_info_get_duration(info))),
                               seekable: gst_discoverer_info_get_seekable(info) != 0, streams: [])
+        var tags = TagReader()
+        var containerCaps = ""
         if let top = gst_discoverer_info_get_stream_info(info) {
-            media.container = capsName(gst_discoverer_stream_info_get_caps(top)).name
+            (media.container, containerCaps) = capsName(gst_discoverer_stream_info_get_caps(top))
+            // The container's own tags first: they are the file's.
+            tags.read(gst_discoverer_stream_info_get_tags(top))
             g_object_unref(UnsafeMutableRawPointer(top))
         }
+        // Matroska and WebM give each track a name (a stream's title is "Audio" or "English"): there only
+        // the container's title is the file's. Elsewhere (Ogg, FLAC, MP4, bare streams) a stream's tags are.
+        let namesTracks = ["video/x-matroska", "audio/x-matroska", "video/webm", "audio/webm"].contains(media.container)
         let list = gst_discoverer_info_get_stream_list(info)
         defer { gst_discoverer_stream_info_list_free(list) }
-        var tags = TagReader()
-        // File-level tags first: a stream's own tags name the track ("Audio"), not the file.
-        tags.read(gst_discoverer_info_get_tags(info))
+        tags.read(gst_discoverer_info_get_tags(info), titles: !namesTracks)
         forEach(list) { stream in
-            tags.read(gst_discoverer_stream_info_get_tags(stream))
+            tags.read(gst_discoverer_stream_info_get_tags(stream), titles: !namesTracks)
             if let parsed = streamInfo(stream) { media.streams.append(parsed) }
         }
         guard !media.streams.isEmpty else { throw .notMedia(path, reason: "it has no audio, video or picture") }
         // An ID3 or APE tag in front of a bare stream (an MP3) is not a container: the stream is.
         if ["application/x-id3", "application/x-apetag"].contains(media.container), media.streams.count == 1 {
             media.container = media.streams[0].codec
+            containerCaps = media.streams[0].caps
         }
         media.title = tags.title
         media.artist = tags.artist
         media.album = tags.album
         media.coverArt = tags.cover
-        media.mimeType = MIMEType.forContainer(media.container, kind: media.kind)
+        media.mimeType = MIMEType.forContainer(media.container, caps: containerCaps, kind: media.kind)
         return media
     }
 
@@ -177,9 +183,10 @@ private struct TagReader {
     var album: String?
     var cover: CoverArt?
 
-    mutating func read(_ tags: UnsafePointer<GstTagList>?) {
+    /// Reads what is not known yet from `tags`; the title only when `titles` (not from track names).
+    mutating func read(_ tags: UnsafePointer<GstTagList>?, titles: Bool = true) {
         guard let list = tags else { return }
-        title = title ?? string(list, GST_TAG_TITLE)
+        if titles { title = title ?? string(list, GST_TAG_TITLE) }
         artist = artist ?? string(list, GST_TAG_ARTIST)
         album = album ?? string(list, GST_TAG_ALBUM)
         if cover == nil { cover = picture(list) }

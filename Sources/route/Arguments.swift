@@ -40,6 +40,11 @@ struct UsageError: Error, CustomStringConvertible {
     let description: String
 }
 
+/// This machine is not set up so that route can work safely (its runtime directory, say); exit code 1.
+struct SetupError: Error, CustomStringConvertible {
+    let description: String
+}
+
 extension CommandSpec {
     /// Parses `arguments` (after the command name). `--help` is left to the caller as a flag.
     /// Accepts `--name value`, `--name=value`, and `--` to end options.
@@ -59,16 +64,16 @@ extension CommandSpec {
             let body = argument.drop(while: { $0 == "-" })
             let parts = body.split(separator: "=", maxSplits: 1).map(String.init)
             guard let option = options.first(where: { $0.name == parts[0] }) else {
-                throw UsageError(description: "route \(name): unknown option \(argument); see `route \(name) --help`")
+                throw UsageError(description: "unknown option \(argument); see `route \(name) --help`")
             }
             if option.value == nil {
-                guard parts.count == 1 else { throw UsageError(description: "route \(name): --\(option.name) takes no value") }
+                guard parts.count == 1 else { throw UsageError(description: "--\(option.name) takes no value") }
                 result.flags.insert(option.name)
             } else if parts.count == 2 {
                 result.values[option.name] = parts[1]
             } else {
                 guard index < arguments.count else {
-                    throw UsageError(description: "route \(name): --\(option.name) needs a value (\(option.value!))")
+                    throw UsageError(description: "--\(option.name) needs a value (\(option.value!))")
                 }
                 result.values[option.name] = arguments[index]
                 index += 1
@@ -76,11 +81,11 @@ extension CommandSpec {
         }
         if result.has("help") { return result }
         if result.positionals.count < minPositionals {
-            throw UsageError(description: "route \(name): missing \(positionals); usage: \(usage)")
+            throw UsageError(description: "missing \(positionals); usage: \(usage)")
         }
         if result.positionals.count > maxPositionals {
             let extra = result.positionals[maxPositionals...].joined(separator: " ")
-            throw UsageError(description: "route \(name): unexpected argument \(extra); usage: \(usage)")
+            throw UsageError(description: "unexpected argument \(extra); usage: \(usage)")
         }
         return result
     }

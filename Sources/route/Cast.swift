@@ -41,7 +41,7 @@ enum Cast {
         let signals = SignalHandlers {
             if interrupted.isSet {
                 keys?.restore()
-                printError("\r\u{1B}[Kroute cast: interrupted again; exiting without waiting for \(device.name)")
+                printError("route cast: interrupted again; exiting without waiting for \(device.name)", overStatus: true)
                 exit(ExitCode.interrupted.rawValue)
             }
             interrupted.set()
@@ -51,13 +51,21 @@ enum Cast {
         let keyTask = keys.map { reader in
             Task { for await key in reader.keys() { await press(key, on: session) } }
         }
+        let jobControl = keys.map { JobControl(keys: $0, onContinue: {}) }
         defer {
             keyTask?.cancel()
+            jobControl?.cancel()
             keys?.restore()
         }
         let display = Task {
             var printer = StatusPrinter(live: isatty(STDERR_FILENO) == 1 && keys != nil)
-            for await status in session.statusUpdates() { printer.show(status) }
+            for await status in session.statusUpdates() {
+                // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
+                if !printer.show(status), !interrupted.isSet {
+                    interrupted.set()
+                    Task { try? await session.stop() }
+                }
+            }
             printer.finish()
         }
         do {
@@ -85,7 +93,7 @@ enum Cast {
             case .quit: try await session.stop()
             }
         } catch {
-            printError("\r\u{1B}[K\(error)")
+            printError("\(error)", overStatus: true)
         }
     }
 }
@@ -97,8 +105,9 @@ enum DeviceChoice {
         let local = providers.contains { $0.name == "local" } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
             if looksLikeAddress(query) { return try await router.device(at: query) }
-            // "This computer" by its name or id needs no discovery.
-            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), match <= .exactName, hits.count == 1 {
+            // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
+            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
+               match <= .exactName || (match == .prefix && query.count >= 3) {
                 return hits[0]
             }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
@@ -139,7 +148,7 @@ enum Picker {
     static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
         printError("Cast to which device?")
         for (index, device) in devices.enumerated() {
-            printError("  \(index + 1)) \(device.name)  (\(device.kind.rawValue), \(device.protocolName))")
+            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocolName))")
         }
         FileHandle.standardError.write(Data("Number or name: ".utf8))
         guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {
@@ -158,14 +167,15 @@ final class InterruptFlag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { value } }
 }
 
-/// SIGINT and SIGTERM handlers that run a closure instead of killing the process, so a cast can
-/// stop the device and restore the terminal.
+/// SIGINT, SIGTERM and SIGHUP (the terminal closed) handlers that run a closure instead of killing the
+/// process, so a cast can stop the device and restore the terminal.
 final class SignalHandlers: @unchecked Sendable {
     // Safety: `sources` is set once in init; DispatchSource is thread-safe.
     private let sources: [any DispatchSourceSignal]
+    private static let numbers = [SIGINT, SIGTERM, SIGHUP]
 
     init(_ handler: @escaping @Sendable () -> Void) {
-        sources = [SIGINT, SIGTERM].map { number in
+        sources = Self.numbers.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler(handler: handler)
@@ -176,7 +186,6 @@ final class SignalHandlers: @unchecked Sendable {
 
     func cancel() {
         for source in sources { source.cancel() }
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        for number in Self.numbers { signal(number, SIG_DFL) }
     }
 }

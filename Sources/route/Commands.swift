@@ -11,6 +11,9 @@ enum RouteCommandLine {
         + Specs.controls.map(\.spec)
 
     static func run(_ arguments: [String]) async -> ExitCode {
+        // A closed stdout (`| head -1`) must not kill route mid-cast: writes then fail, and a cast stops
+        // its device and ends (StatusPrinter).
+        signal(SIGPIPE, SIG_IGN)
         guard let name = arguments.first, !["-h", "--help", "help"].contains(name) else {
             print(topHelp)
             return arguments.isEmpty ? .usage : .success
@@ -60,8 +63,18 @@ enum RouteCommandLine {
     }
 }
 
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+/// Writes one line to stderr, cleaned of control characters (its text may hold device names and reasons
+/// from the network). On a live status line, `overStatus` clears that line first.
+func printError(_ text: String, overStatus: Bool = false) {
+    let line = DisplayText.line(text)
+    FileHandle.standardError.write(Data(((overStatus ? "\r\u{1B}[K" : "") + line + "\n").utf8))
+}
+
+/// Writes one line to stdout, cleaned like `printError`; false when stdout is gone (a closed pipe).
+@discardableResult
+func printOutput(_ text: String) -> Bool {
+    print(DisplayText.line(text))
+    return fflush(nil) == 0
 }
 
 /// Builds the router from the provider names the user allows.

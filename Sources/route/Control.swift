@@ -22,7 +22,7 @@ enum Control {
                 throw UsageError(description: "mute takes on or off, not \"\(request.value ?? "")\"")
             }
         }
-        let sessions = ControlClient.liveSessions()
+        let sessions = try ControlClient.liveSessions()
         guard !sessions.isEmpty else {
             throw RouteError.notCasting(query: parsed["to"])
         }
@@ -42,12 +42,12 @@ enum Control {
         }
         if command == "status", let status = reply.status {
             if parsed.has("json") {
-                print(try JSONOutput.string(reply))
+                print(try JSONOutput.string(StatusReport(device: reply.device, title: reply.title, status: status)))
             } else {
                 let duration = status.duration.map { " / " + formatClock($0) } ?? ""
                 let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
                     + (status.muted == true ? " (muted)" : "")
-                print("\(reply.device?.name ?? ""): \(status.state.rawValue) \(reply.title ?? "") \(formatClock(status.position))\(duration)\(volume)")
+                printOutput("\(reply.device?.name ?? ""): \(status.state.rawValue) \(reply.title ?? "") \(formatClock(status.position))\(duration)\(volume)")
             }
         }
         return .success
@@ -78,5 +78,35 @@ enum Control {
         } catch {
             return ControlReply(ok: false, error: "\(error)", device: session.controller.device)
         }
+    }
+}
+
+/// What `status --json` prints: the device in brief and its playback, with numbers rounded as people read
+/// them (seconds to the millisecond, volume in percent as `route volume` takes it).
+struct StatusReport: Encodable {
+    struct Device: Encodable {
+        let id: String
+        let name: String
+        let protocolName: String
+        let address: String?
+    }
+    let device: Device?
+    let state: String
+    let title: String?
+    let position: Double
+    let duration: Double?
+    let volume: Int?
+    let muted: Bool?
+    let error: String?
+
+    init(device: MediaDevice?, title: String?, status: PlaybackStatus) {
+        self.device = device.map { Device(id: $0.id, name: $0.name, protocolName: $0.protocolName, address: $0.address) }
+        state = status.state.rawValue
+        self.title = title
+        position = (status.position * 1000).rounded() / 1000
+        duration = status.duration.map { ($0 * 1000).rounded() / 1000 }
+        volume = status.volume.map { Int(($0 * 100).rounded()) }
+        muted = status.muted
+        error = status.error
     }
 }

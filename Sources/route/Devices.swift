@@ -19,7 +19,7 @@ enum Devices {
             for await list in updates {
                 for device in list where !shown.contains(device.id) {
                     shown.insert(device.id)
-                    if !json { print(line(device)); fflush(nil) }
+                    if !json { printOutput(line(device)) }
                 }
                 if timeout == 0, !list.isEmpty { break }
             }
@@ -31,8 +31,9 @@ enum Devices {
     }
 
     static func line(_ device: MediaDevice) -> String {
-        let name = device.name.padding(toLength: max(24, device.name.count), withPad: " ", startingAt: 0)
+        let clean = DisplayText.clean(device.name)
+        let name = clean.padding(toLength: max(24, clean.count), withPad: " ", startingAt: 0)
         return "\(name)  \(device.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
-            + "\(device.protocolName.padding(toLength: 7, withPad: " ", startingAt: 0))\(device.address ?? "-")"
+            + "\(device.protocolName.padding(toLength: 7, withPad: " ", startingAt: 0))\(device.address.map { DisplayText.clean($0) } ?? "-")"
     }
 }

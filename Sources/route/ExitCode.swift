@@ -16,7 +16,7 @@ enum ExitCode: Int32 {
     case noDevice = 4
     /// The device cannot be reached.
     case unreachable = 5
-    /// Stopped by Ctrl-C or SIGTERM.
+    /// Stopped by Ctrl-C, SIGTERM or SIGHUP, or because nobody reads the output any more.
     case interrupted = 130
 
     /// The text for `route --help`.
@@ -28,16 +28,17 @@ enum ExitCode: Int32 {
       3    a file is missing, unreadable, empty, a directory, or not media
       4    no device matches the name, or several do
       5    the device cannot be reached
-      130  interrupted (Ctrl-C)
+      130  interrupted (Ctrl-C, SIGTERM, the terminal closed, or the output pipe closed)
     """
 
     /// The exit code for an error.
     init(for error: any Error) {
         switch error {
         case is UsageError: self = .usage
+        case is SetupError: self = .failure
         case let error as MediaError:
             switch error {
-            case .pipeline, .server: self = .failure
+            case .pipeline, .server, .unplayable: self = .failure
             default: self = .badInput
             }
         case let error as RouteError:

@@ -6,13 +6,15 @@ import RouteMedia
 
 enum Probe {
     static func run(_ parsed: ParsedArguments) throws -> ExitCode {
-        let info = try MediaProbe.probe(parsed.positionals[0])
+        let given = parsed.positionals[0]
+        let info = try MediaProbe.probe(given)
         if parsed.has("json") {
-            print(try JSONOutput.string(info))
+            print(try JSONOutput.string(ProbeReport(info)))
             return .success
         }
+        let via = URL(fileURLWithPath: given).standardizedFileURL.path == info.path ? "" : " (via \(given))"
         var lines = [
-            "file:      \(info.path)",
+            "file:      \(info.path)\(via)",
             "size:      \(info.size) bytes",
             "container: \(info.container) (served as \(info.mimeType))",
             "duration:  \(info.duration.map { formatClock($0) + String(format: " (%.3f s)", $0) } ?? "unknown")",
@@ -30,6 +32,39 @@ enum Probe {
         }
         print(lines.joined(separator: "\n"))
         return .success
+    }
+}
+
+/// What `probe --json` prints: the probe, with the cover art described (type and size) rather than embedded.
+struct ProbeReport: Encodable {
+    let info: MediaInfo
+
+    init(_ info: MediaInfo) { self.info = info }
+
+    private struct Art: Encodable {
+        let mimeType: String
+        let bytes: Int
+    }
+
+    private enum Keys: String, CodingKey {
+        case path, size, container, mimeType, duration, seekable, streams, title, artist, album, coverArt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(info.path, forKey: .path)
+        try container.encode(info.size, forKey: .size)
+        try container.encode(info.container, forKey: .container)
+        try container.encode(info.mimeType, forKey: .mimeType)
+        try container.encodeIfPresent(info.duration, forKey: .duration)
+        try container.encode(info.seekable, forKey: .seekable)
+        try container.encode(info.streams, forKey: .streams)
+        try container.encodeIfPresent(info.title, forKey: .title)
+        try container.encodeIfPresent(info.artist, forKey: .artist)
+        try container.encodeIfPresent(info.album, forKey: .album)
+        if let art = info.coverArt {
+            try container.encode(Art(mimeType: art.mimeType, bytes: art.data.count), forKey: .coverArt)
+        }
     }
 }
 

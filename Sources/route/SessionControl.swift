@@ -23,13 +23,43 @@ struct ControlReply: Codable {
     var status: PlaybackStatus?
 }
 
-/// Where sessions put their sockets: `$ROUTE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/route`, else `/tmp/route-UID`.
+/// Where sessions put their sockets: `$ROUTE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/route`, else
+/// `${TMPDIR:-/tmp}/route-UID` — each used only when it is a real directory of this user's that nobody else
+/// can enter (created 0700 when missing). Anything else (another user's, a symlink, mode 777) is refused:
+/// a socket planted there would receive our commands and answer `route status`.
 enum SessionDirectory {
+    /// The directory's path (not checked; `checked()` checks it).
     static var path: String {
         let environment = ProcessInfo.processInfo.environment
         if let dir = environment["ROUTE_RUNTIME_DIR"], !dir.isEmpty { return dir }
         if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty { return xdg + "/route" }
-        return "/tmp/route-\(getuid())"
+        let temporary = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return temporary + "/route-\(getuid())"
+    }
+
+    /// The directory, created 0700 if missing, once it is known to be private to this user.
+    /// - Throws: `SetupError` naming the directory and what is wrong with it.
+    static func checked() throws -> String {
+        let path = self.path
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
+            throw SetupError(description: "cannot make the runtime directory \(path): \(String(cString: strerror(errno))); "
+                + "set ROUTE_RUNTIME_DIR to a private directory")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw SetupError(description: "cannot use the runtime directory \(path): \(String(cString: strerror(errno)))")
+        }
+        let problem: String?
+        if info.st_mode & S_IFMT == S_IFLNK { problem = "is a symbolic link" }
+        else if info.st_mode & S_IFMT != S_IFDIR { problem = "is not a directory" }
+        else if info.st_uid != getuid() { problem = "belongs to another user (uid \(info.st_uid))" }
+        else if info.st_mode & 0o077 != 0 { problem = "is open to other users (mode \(String(info.st_mode & 0o777, radix: 8)))" }
+        else { problem = nil }
+        if let problem {
+            throw SetupError(description: "refusing the runtime directory \(path): it \(problem), so another user could "
+                + "take over route's control sockets; remove it, or set XDG_RUNTIME_DIR or ROUTE_RUNTIME_DIR to a private directory")
+        }
+        return path
     }
 
     /// The socket of the session casting to a device: named by a hash of the device id (FNV-1a),
@@ -41,8 +71,9 @@ enum SessionDirectory {
         return path + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".sock"
     }
 
-    /// Every session socket present (some may be stale).
-    static func sockets() -> [String] {
+    /// Every session socket present (some may be stale), once the directory is known to be private.
+    static func sockets() throws -> [String] {
+        let path = try checked()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         return names.filter { $0.hasSuffix(".sock") }.sorted().map { path + "/" + $0 }
     }
@@ -62,10 +93,9 @@ final class SessionControlServer: @unchecked Sendable {
 
     /// Listens for `device`. Fails when another live `route cast` already controls that device.
     init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
+        _ = try SessionDirectory.checked()
         path = SessionDirectory.socket(for: device)
         self.handler = handler
-        try FileManager.default.createDirectory(atPath: SessionDirectory.path, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
         if FileManager.default.fileExists(atPath: path) {
             if (try? ControlClient.send(ControlRequest(command: "describe"), to: path)) != nil {
                 throw RouteError.commandFailed(device: device.name, command: "cast",
@@ -89,6 +119,8 @@ final class SessionControlServer: @unchecked Sendable {
         while !closed.load(ordering: .sequentiallyConsistent) {
             let client = accept(fd, nil, nil)
             if client < 0 { if errno == EINTR { continue } else { return } }
+            // Only this user controls this user's cast (the directory is private; this holds regardless).
+            guard ControlClient.peerIsUs(client) else { Glibc.close(client); continue }
             ControlClient.setTimeouts(client, seconds: 2)
             busy.lock(); answering = true; busy.unlock()
             let reply: ControlReply
@@ -138,6 +170,9 @@ enum ControlClient {
         guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             throw RouteError.deviceUnreachable(device: path, reason: String(cString: strerror(errno)))
         }
+        guard peerIsUs(fd) else {
+            throw SetupError(description: "the control socket \(path) is served by another user's process; refusing to talk to it")
+        }
         writeLine(fd, request)
         guard let line = readLine(fd), let reply = try? JSONDecoder().decode(ControlReply.self, from: line) else {
             throw RouteError.deviceUnreachable(device: path, reason: "the session did not answer")
@@ -146,14 +181,25 @@ enum ControlClient {
     }
 
     /// Live sessions and the devices they play on; stale sockets are removed.
-    static func liveSessions() -> [(socket: String, device: MediaDevice)] {
-        SessionDirectory.sockets().compactMap { path in
+    /// - Throws: `SetupError` when the runtime directory is not private.
+    static func liveSessions() throws -> [(socket: String, device: MediaDevice)] {
+        try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
                 unlink(path)
                 return nil
             }
             return (path, device)
         }
+    }
+
+    /// Whether the process at the other end of a Unix socket runs as this user (SO_PEERCRED).
+    static func peerIsUs(_ fd: Int32) -> Bool {
+        // struct ucred (pid, uid, gid): Glibc does not export it without _GNU_SOURCE.
+        struct Credentials { var pid: pid_t = 0; var uid: uid_t = 0; var gid: gid_t = 0 }
+        var credentials = Credentials()
+        var length = socklen_t(MemoryLayout<Credentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return false }
+        return credentials.uid == getuid()
     }
 
     /// Reads and writes on a control connection give up after `seconds`: a suspended `route cast`

@@ -11,7 +11,7 @@ enum Specs {
         examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
 
     static let cast = CommandSpec(
-        name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: 1000,
+        name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers],
         details: """
         Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
@@ -35,7 +35,7 @@ enum Specs {
 
     static let serve = CommandSpec(
         name: "serve", summary: "serve files over HTTP as route serves them to devices", positionals: "FILE...",
-        minPositionals: 1, maxPositionals: 1000,
+        minPositionals: 1, maxPositionals: .max,
         options: [
             OptionSpec(name: "bind", value: "ADDRESS", help: "local address to listen on (default 127.0.0.1)"),
             OptionSpec(name: "port", value: "PORT", help: "port (default: any free port)"),

@@ -11,7 +11,8 @@ enum CastKey {
 
 /// Puts the terminal in character mode (no echo, no line buffering) and reads keys.
 ///
-/// Restores the terminal on `restore()` and at exit. Ctrl-C still raises SIGINT.
+/// Restores the terminal on `restore()` and while the process is suspended (Ctrl-Z: `JobControl`).
+/// Ctrl-C still raises SIGINT.
 final class KeyReader: @unchecked Sendable {
     // Safety: `original` is written once before the reader thread starts.
     private var original = termios()
@@ -22,9 +23,7 @@ final class KeyReader: @unchecked Sendable {
     /// Keys as they are pressed, until stdin closes.
     func keys() -> AsyncStream<CastKey> {
         tcgetattr(STDIN_FILENO, &original)
-        var raw = original
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+        enterCharacterMode()
         let (stream, continuation) = AsyncStream<CastKey>.makeStream()
         let thread = Thread {
             var pending: [UInt8] = []
@@ -54,9 +53,48 @@ final class KeyReader: @unchecked Sendable {
         return stream
     }
 
+    /// No echo, no line buffering (again, after a suspension).
+    func enterCharacterMode() {
+        var raw = original
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+    }
+
     /// Puts the terminal back as it was.
     func restore() {
         tcsetattr(STDIN_FILENO, TCSANOW, &original)
+    }
+}
+
+/// Ctrl-Z during a cast: the terminal is given back as it was before the process stops, and character
+/// mode returns when it continues (`fg`); without this, the shell is left with no echo.
+final class JobControl: @unchecked Sendable {
+    // Safety: the sources are set once in init; DispatchSource is thread-safe.
+    private let sources: [any DispatchSourceSignal]
+
+    init(keys: KeyReader, onContinue: @escaping @Sendable () -> Void) {
+        signal(SIGTSTP, SIG_IGN)
+        let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .global())
+        stop.setEventHandler {
+            keys.restore()
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            signal(SIGTSTP, SIG_DFL)
+            kill(getpid(), SIGTSTP)
+        }
+        let resume = DispatchSource.makeSignalSource(signal: SIGCONT, queue: .global())
+        resume.setEventHandler {
+            signal(SIGTSTP, SIG_IGN)
+            keys.enterCharacterMode()
+            onContinue()
+        }
+        stop.resume()
+        resume.resume()
+        sources = [stop, resume]
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGTSTP, SIG_DFL)
     }
 }
 
@@ -68,12 +106,48 @@ struct StatusPrinter {
 
     init(live: Bool) { self.live = live }
 
-    mutating func show(_ status: CastStatus) {
+    /// Shows a status; false when stdout has gone away (a closed pipe), so the cast should end.
+    mutating func show(_ status: CastStatus) -> Bool {
         if live {
-            FileHandle.standardError.write(Data(("\r\u{1B}[K" + Self.liveLine(status)).utf8))
-        } else {
-            let line = Self.plainLine(status)
-            if line != lastPlain { print(line); fflush(nil); lastPlain = line }
+            // Never wider than the terminal: a line that wraps cannot be redrawn in place.
+            let line = Self.fitted(Self.liveLine(status), to: Self.terminalWidth() - 1)
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+            return true
+        }
+        let line = Self.plainLine(status)
+        guard line != lastPlain else { return true }
+        lastPlain = line
+        return printOutput(line)
+    }
+
+    /// The columns of the terminal on stderr (80 when unknown).
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    /// `line` cut to `width` columns (wide characters count two), with "…" when cut.
+    static func fitted(_ line: String, to width: Int) -> String {
+        func columns(_ character: Character) -> Int { character.unicodeScalars.first.map { isWide($0) ? 2 : 1 } ?? 1 }
+        guard line.reduce(0, { $0 + columns($1) }) > width else { return line }
+        guard width > 1 else { return "" }
+        var out = ""
+        var used = 0
+        for character in line {
+            guard used + columns(character) <= width - 1 else { break }
+            out.append(character)
+            used += columns(character)
+        }
+        return out + "…"
+    }
+
+    /// East Asian wide and emoji ranges, which terminals draw two columns wide.
+    private static func isWide(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x1100...0x115F, 0x2E80...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+             0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD: return true
+        default: return false
         }
     }
 
@@ -92,7 +166,7 @@ struct StatusPrinter {
         case .failed: symbol = "✗"
         }
         let queue = s.count > 1 ? " [\(s.index + 1)/\(s.count)]" : ""
-        var line = "\(symbol) \(s.device.name) · \(s.title)\(queue) \(formatClock(s.playback.position))"
+        var line = "\(symbol) \(DisplayText.clean(s.device.name)) · \(DisplayText.clean(s.title))\(queue) \(formatClock(s.playback.position))"
         if let duration = s.playback.duration, duration > 0 {
             let width = 20
             let filled = min(width, Int((s.playback.position / duration) * Double(width)))
@@ -108,6 +182,6 @@ struct StatusPrinter {
         let queue = s.count > 1 ? " [\(s.index + 1)/\(s.count)]" : ""
         var line = "\(s.playback.state.rawValue): \(s.title)\(queue) on \(s.device.name)"
         if let error = s.playback.error { line += ": \(error)" }
-        return line
+        return DisplayText.line(line)
     }
 }

@@ -60,6 +60,11 @@ extension LabTests {
 
                 try await sandbox.run(["pause", "--to", "lab"]).expectSuccess()
                 #expect(try Lab.transportState() == "PAUSED_PLAYBACK")
+                // The cast is also reached by the address a person would give.
+                for address in [Lab.renderer, "10.77.0.2:49494", "10.77.0.2"] {
+                    let status = try await sandbox.run(["status", "--to", address])
+                    #expect(status.status == 0 && status.stdout.contains("paused"), "\(address): \(status)")
+                }
                 try await sandbox.run(["play", "--to", "lab"]).expectSuccess()
                 try await Lab.until("PLAYING again", within: 3) { try Lab.transportState() == "PLAYING" }
 
@@ -96,6 +101,16 @@ extension LabTests {
                 #expect(result.stdoutLines.contains("playing: short on Lab Renderer"))
                 #expect(result.stdoutLines.last == "ended: short on Lab Renderer")
                 #expect(result.elapsed >= .seconds(2.5), "the renderer plays in real time")
+            }
+        }
+
+        @Test func thisComputerByAPrefixStartsNoDiscovery() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("short.wav", seconds: 1)
+                let result = try await sandbox.run(["cast", wav, "--to", "this"],
+                                                  environment: ["ROUTE_PROVIDERS": "local,upnp", "ROUTE_DEBUG": "upnp"], timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                #expect(!result.stderr.contains("route[upnp]"), "UPnP started: \(result.stderr)")
             }
         }
 

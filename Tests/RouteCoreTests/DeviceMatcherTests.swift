@@ -97,10 +97,31 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         #expect(DisplayText.clean("Café 東京 🎵") == "Café 東京 🎵")
     }
 
+    @Test func aWholeLineKeepsItsSpacingButLosesControls() {
+        #expect(DisplayText.line("name      kind  \u{1B}[31mred\u{9B}x\nnext") == "name      kind  [31mredx next")
+    }
+
     @Test func longTextIsCut() {
         let cut = DisplayText.clean(String(repeating: "x", count: 200_000))
         #expect(cut.unicodeScalars.count == DisplayText.nameLimit + 1)
         #expect(cut.hasSuffix("…"))
         #expect(DisplayText.clean(String(repeating: "y", count: 50), limit: 10) == "yyyyyyyyyy…")
+    }
+}
+
+@Suite struct AddressMatchTests {
+    static let renderer = MediaDevice(id: "uuid:1", name: "Lab Renderer", kind: .speaker, protocolName: "upnp",
+                                      address: "http://10.77.0.2:49494/description.xml", capabilities: .audio,
+                                      volumeControl: .absolute, accepts: .anything)
+
+    @Test(arguments: ["http://10.77.0.2:49494/description.xml", "10.77.0.2:49494", "10.77.0.2"])
+    func aDeviceIsFoundByTheAddressACastWasStartedWith(query: String) throws {
+        #expect(try DeviceMatcher.pick(query, in: [Self.renderer]).id == "uuid:1")
+    }
+
+    @Test func otherAddressesDoNotMatch() {
+        #expect(!DeviceMatcher.matchesAddress("10.77.0.20", of: Self.renderer))
+        #expect(!DeviceMatcher.matchesAddress("10.77.0.2:4949", of: Self.renderer))
+        #expect(!DeviceMatcher.matchesAddress("", of: Self.renderer))
     }
 }

@@ -125,3 +125,31 @@ import Testing
         #expect(try JSONDecoder().decode([MediaAcceptance].self, from: encoded) == [.anything, .mimeTypes(["audio/mpeg"])])
     }
 }
+
+/// The types renderers really list: what route makes must be found in them under their spellings.
+@Suite struct RendererSpellingTests {
+    /// From the lab's gmediarender (GStreamer's caps names), trimmed.
+    static let gmediarender = MediaAcceptance.mimeTypes(["video/quicktime", "video/mpegts", "audio/x-flac", "audio/mpeg",
+                                                         "audio/x-wav", "video/x-matroska", "audio/x-m4a", "image/jpeg"])
+    /// Samsung and LG TVs, as their GetProtocolInfo lists them.
+    static let samsung = MediaAcceptance.mimeTypes(["video/x-mkv", "video/vnd.dlna.mpeg-tts", "video/mp4", "audio/x-ms-wma",
+                                                    "audio/mpeg", "audio/L16", "image/jpeg"])
+    static let lg = MediaAcceptance.mimeTypes(["video/x-matroska", "video/mp2t", "audio/vnd.dlna.adts", "audio/x-flac", "image/jpg"])
+
+    @Test func mp4AndTransportStreamsReachGStreamerRenderers() {
+        #expect(Self.gmediarender.accepts(mimeType: "video/mp4"))
+        #expect(Self.gmediarender.accepts(mimeType: "video/mp2t"))
+        #expect(Self.gmediarender.spelling(of: "video/mp4") == "video/quicktime")
+        #expect(Self.gmediarender.spelling(of: "video/mp2t") == "video/mpegts")
+        #expect(Self.gmediarender.spelling(of: "audio/flac") == "audio/x-flac")
+    }
+
+    @Test func tvSpellings() {
+        #expect(Self.samsung.accepts(mimeType: "video/x-matroska") && Self.samsung.spelling(of: "video/x-matroska") == "video/x-mkv")
+        #expect(Self.samsung.spelling(of: "video/mp2t") == "video/vnd.dlna.mpeg-tts")
+        #expect(Self.lg.accepts(mimeType: "audio/aac") && Self.lg.spelling(of: "audio/aac") == "audio/vnd.dlna.adts")
+        #expect(Self.lg.accepts(mimeType: "image/jpeg"))
+        #expect(!Self.lg.accepts(mimeType: "audio/mpeg"))
+        #expect(MediaAcceptance.anything.spelling(of: "audio/aac") == "audio/aac")
+    }
+}

@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import RouteTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct MediaProbeTests {
@@ -144,5 +145,88 @@ import Testing
             #expect(error.description.contains("/x/a.wav"), "\(error)")
             #expect(!error.description.contains("\n"))
         }
+    }
+}
+
+/// How files reach devices: what the planner chooses from the file and the device's list.
+@Suite struct DeliveryTests {
+    static let gmediarender = MediaAcceptance.mimeTypes(["video/quicktime", "video/mpegts", "audio/x-flac", "audio/mpeg", "audio/x-wav"])
+
+    @Test func mp4VideoGoesAsItIsToARendererThatListsQuickTime() async throws {
+        let info = try await probe(try await Samples.get().mp4)
+        #expect(DeliveryPlanner.plan(info, for: Self.gmediarender) == .direct, "not reduced to FLAC audio")
+    }
+
+    @Test func videoToASpeakerIsItsSoundAndSaysSo() async throws {
+        let info = try await probe(try await Samples.get().mp4)
+        let plan = DeliveryPlanner.plan(info, for: .mimeTypes(["audio/mpeg"]))
+        #expect(plan.dropsPicture(of: info))
+        #expect(!DeliveryPlanner.plan(info, for: Self.gmediarender).dropsPicture(of: info))
+    }
+
+    @Test func videoOnlyToASpeakerIsUnplayableNotNonMedia() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/picture only.mp4"
+        try await offThePool { try gstLaunch("videotestsrc num-buffers=15 ! video/x-raw,width=160,height=120 ! x264enc ! mp4mux ! filesink location=\(q(path))") }
+        let info = try await probe(path)
+        #expect(DeliveryPlanner.plan(info, for: Self.gmediarender) == .direct)
+        guard case .unplayable(let reason) = DeliveryPlanner.plan(info, for: .mimeTypes(["audio/mpeg"])) else {
+            Issue.record("a video-only file was planned for a speaker"); return
+        }
+        #expect(reason.contains("video only"))
+    }
+
+    @Test func fiveOneIsKeptWhereTheFormatHoldsIt() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/six channels.wav"
+        try await offThePool { try gstLaunch("audiotestsrc num-buffers=20 ! 'audio/x-raw,channels=6,channel-mask=(bitmask)0x3f,rate=48000' ! audioconvert ! wavenc ! filesink location=\(q(path))") }
+        let info = try await probe(path)
+        #expect(TranscodeProfile.flac.pipeline(for: info).contains("channels=6"))
+        #expect(TranscodeProfile.mp3.pipeline(for: info).contains("channels=2"))
+        #expect(TranscodeProfile.flac.pipeline(for: info, maxChannels: 2).contains("channels=2"))
+    }
+}
+
+/// Probing decides by contents and follows links.
+@Suite struct ProbeContentsTests {
+    @Test func adtsAACIsAudioAACWhateverItsName() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/really aac.mp3"
+        try await offThePool { try gstLaunch("audiotestsrc num-buffers=20 ! audioconvert ! avenc_aac ! aacparse ! audio/mpeg,stream-format=adts ! filesink location=\(q(path))") }
+        #expect(try await probe(path).mimeType == "audio/aac")
+        #expect(try await probe(samples.bareMP3).mimeType == "audio/mpeg")
+    }
+
+    @Test func aLinkIsFollowedToItsFile() async throws {
+        let samples = try await Samples.get()
+        let link = samples.root + "/link-\(UUID().uuidString).wav"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: samples.wav)
+        let info = try await probe(link)
+        #expect(info.path == URL(fileURLWithPath: samples.wav).resolvingSymlinksInPath().path)
+        #expect(info.size == (try FileManager.default.attributesOfItem(atPath: samples.wav)[.size] as? UInt64))
+        let broken = samples.root + "/broken-\(UUID().uuidString).wav"
+        try FileManager.default.createSymbolicLink(atPath: broken, withDestinationPath: samples.root + "/gone.wav")
+        await #expect(throws: MediaError.self) { try await probe(broken) }
+    }
+
+    @Test func aFIFOIsNotAFileNotAnEmptyOne() async throws {
+        let samples = try await Samples.get()
+        let fifo = samples.root + "/pipe-\(UUID().uuidString).mp3"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        do {
+            _ = try await probe(fifo)
+            Issue.record("a FIFO was probed")
+        } catch let error as MediaError {
+            #expect(error.description.contains("named pipe"), "\(error)")
+        }
+    }
+
+    @Test func aMatroskaTrackNameIsNotTheTitle() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/Concert.mka"
+        try await offThePool { try gstLaunch("audiotestsrc num-buffers=20 ! audioconvert ! taginject 'tags=\"title=Audio\"' ! vorbisenc ! matroskamux ! filesink location=\(q(path))") }
+        let info = try await probe(path)
+        #expect(info.title == nil)
+        #expect(info.displayTitle == "Concert")
     }
 }
