@@ -99,8 +99,8 @@ struct DeviceDescription: Sendable, Hashable {
         if types.contains(where: { $0.hasPrefix("image/") }) { capabilities.insert(.image) }
         if types.isEmpty { capabilities = .audio }
         let kind: MediaDevice.Kind = capabilities.contains(.video) ? .tv : .speaker
-        var ids: Set<String> = [udn]
-        if let host = URL(string: location)?.host { ids.insert("ip:" + host) }
+        // Identity only: an address is shared by every renderer on one host, so it never merges devices.
+        let ids: Set<String> = [udn]
         return MediaDevice(id: udn, name: friendlyName, kind: kind, protocolName: "upnp", address: location,
                            capabilities: capabilities, volumeControl: service("RenderingControl") == nil ? .none : .absolute,
                            accepts: types.isEmpty ? .mimeTypes(["audio/mpeg"]) : .mimeTypes(types),

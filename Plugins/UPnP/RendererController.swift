@@ -28,17 +28,24 @@ actor RendererController: RouteController {
     private var tasks: [Task<Void, Never>] = []
     private var expectingStop = false
     private var sawPlaying = false
-    private var failures = 0
+    /// When the renderer last answered a poll: silent for `silenceBeforeGone`, it is gone.
+    private var lastAnswer = ContinuousClock.now
     private var badReplies = 0
+    /// Whether a NextURI of ours may be on the renderer (cleared on load, stop and close).
+    private var mayHaveNext = true
     /// Counts loads: a poll answered for an earlier load must not change the status of this one.
     private var generation = 0
     private var closed = false
+    /// Set when the renderer stopped answering or left: no more requests are sent to it (each would only
+    /// wait out its deadline, holding up the end of the cast).
+    private var gone = false
 
     static let pollInterval: Duration = .seconds(1)
-    /// A poll unanswered for this long counts as a failure; with `failuresBeforeGone` and the interval,
-    /// a renderer that vanishes ends the cast within 10 s.
+    /// A poll unanswered for this long counts as unanswered.
     static let pollTimeout: Duration = .seconds(2)
-    static let failuresBeforeGone = 3
+    /// A renderer that has answered no poll for this long (frozen, unplugged) ends the cast: with the
+    /// poll's own timeout, that is noticed within 10 s.
+    static let silenceBeforeGone: Duration = .seconds(6)
     static let badRepliesBeforeGone = 5
 
     private init(renderer: Renderer, stack: UPnPStack, transport: ServiceInfo) {
@@ -98,7 +105,11 @@ actor RendererController: RouteController {
         positionAt = .now
         sawPlaying = false
         expectingStop = false
+        lastAnswer = .now
         publish()
+        // A NextURI left by an earlier cast (one that was killed, say) points at a server that is gone: the
+        // renderer would jump there at the end of this item.
+        await clearNext()
         try await command("load", "SetAVTransportURI", on: transport, [
             "InstanceID": "0", "CurrentURI": item.url, "CurrentURIMetaData": DIDLLite.metadata(for: item),
         ])
@@ -112,7 +123,15 @@ actor RendererController: RouteController {
             sawPlaying = false
         }
         expectingStop = false
-        try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+        do {
+            try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+        } catch RouteError.commandFailed(_, _, let reason) where reason.contains("(701") {
+            // 701 "transition not available" from a renderer that is already playing (Rygel, after
+            // SetAVTransportURI while it played something else) means it plays: that is success.
+            let state = (try? await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout))?["CurrentTransportState"]
+            guard state == "PLAYING" || state == "TRANSITIONING" else { throw RouteError.commandFailed(device: device.name, command: "play", reason: reason) }
+            applyTransportState(state ?? "PLAYING")
+        }
     }
 
     func pause() async throws {
@@ -137,6 +156,16 @@ actor RendererController: RouteController {
         try await command("stop", "Stop", on: transport, ["InstanceID": "0"])
         status.state = .stopped
         publish()
+        await clearNext()
+    }
+
+    /// Takes back a NextURI this controller (or an earlier cast) may have queued; best effort.
+    private func clearNext() async {
+        guard canQueueNext, !gone, mayHaveNext || nextItem != nil else { return }
+        nextItem = nil
+        mayHaveNext = false
+        _ = try? await call("SetNextAVTransportURI", on: transport, ["InstanceID": "0", "NextURI": "", "NextURIMetaData": ""],
+                            timeout: Self.pollTimeout)
     }
 
     func setVolume(_ level: Double) async throws {
@@ -155,6 +184,7 @@ actor RendererController: RouteController {
             "InstanceID": "0", "NextURI": item.url, "NextURIMetaData": DIDLLite.metadata(for: item),
         ])
         nextItem = item
+        mayHaveNext = true
         return true
     }
 
@@ -169,7 +199,9 @@ actor RendererController: RouteController {
         guard !closed else { return }
         closed = true
         for task in tasks { task.cancel() }
-        for sid in subscriptions { await stack.unsubscribe(sid) }
+        // Nothing of ours may stay queued on the renderer once the server that serves it is gone.
+        await clearNext()
+        if !gone { for sid in subscriptions { await stack.unsubscribe(sid) } }
         subscriptions.removeAll()
         updates.finish()
     }
@@ -181,13 +213,14 @@ actor RendererController: RouteController {
         case .event(let sid, let variables) where subscriptions.contains(sid):
             guard let lastChange = variables["LastChange"] else { return }
             let changes = LastChange.parse(lastChange)
-            if let uri = changes["AVTransportURI"] ?? changes["CurrentTrackURI"] { advanceIfQueued(uri) }
+            if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] { follow(uri) }
             if let state = changes["TransportState"] { applyTransportState(state) }
             if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
             if let duration = NetworkNumber.clock(changes["CurrentTrackDuration"]), duration > 0 { status.duration = duration }
             publish()
         case .byebye(let udn) where udn == renderer.description.udn:
+            gone = true
             fail("\(device.name) left the network (it sent ssdp:byebye)")
         case .subscriptionLost(let sid) where subscriptions.contains(sid):
             subscriptions.remove(sid)
@@ -209,18 +242,18 @@ actor RendererController: RouteController {
                     // Position is best effort: some renderers fault GetPositionInfo and play fine.
                     let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
                     guard generation == asked else { return }
-                    if let uri = position["TrackURI"] { advanceIfQueued(uri) }
+                    if let uri = position["TrackURI"] { follow(uri) }
                     if let rel = NetworkNumber.clock(position["RelTime"]), rel > 0 || status.state != .playing || status.position < 1 {
                         status.position = rel
                         positionAt = .now
                     }
                     if let duration = NetworkNumber.clock(position["TrackDuration"]), duration > 0 { status.duration = duration }
                 }
-                failures = 0
+                lastAnswer = .now
                 badReplies = 0
             } catch let error as UPnPError where error.isUnreachable {
-                failures += 1
-                if failures >= Self.failuresBeforeGone, status.state != .stopped {
+                if ContinuousClock.now - lastAnswer >= Self.silenceBeforeGone, status.state != .stopped {
+                    gone = true
                     fail("\(device.name) stopped answering (\(error))")
                 }
                 return
@@ -236,9 +269,27 @@ actor RendererController: RouteController {
         publish()
     }
 
+    /// What the renderer says it plays: the queued item (the status is now that item's), ours, or
+    /// something route did not send — another controller took over, and this cast ends.
+    private func follow(_ uri: String) {
+        guard !uri.isEmpty, uri != "NOT_IMPLEMENTED", !status.isFinal else { return }
+        if let next = nextItem, Self.sameMedia(uri, next.url) {
+            advance(to: next)
+        } else if let loaded = status.itemURL, !Self.sameMedia(uri, loaded), sawPlaying || status.state != .loading {
+            fail("\(device.name) is now playing something route did not send (another controller took over)")
+        }
+    }
+
+    /// Whether a URI a renderer reports is one route served: the same token (renderers may re-escape or
+    /// drop the query a seek reload adds).
+    static func sameMedia(_ reported: String, _ ours: String) -> Bool {
+        if reported == ours { return true }
+        guard let token = ours.range(of: "/m/").map({ ours[$0.upperBound...].prefix { $0 != "/" } }), token.count >= 16 else { return false }
+        return reported.contains("/m/\(token)/")
+    }
+
     /// The renderer moved on to the queued item: the status is now that item's.
-    private func advanceIfQueued(_ uri: String) {
-        guard let next = nextItem, uri == next.url else { return }
+    private func advance(to next: MediaItem) {
         nextItem = nil
         let muted = status.muted
         status = PlaybackStatus(state: .playing, duration: next.duration, volume: status.volume, title: next.title)
@@ -250,6 +301,7 @@ actor RendererController: RouteController {
     }
 
     private func applyTransportState(_ state: String) {
+        status.deviceState = DisplayText.clean(state, limit: 40)
         guard !status.isFinal || state == "PLAYING" && !expectingStop && status.state != .ended else { return }
         switch state {
         case "PLAYING":
@@ -300,6 +352,7 @@ actor RendererController: RouteController {
 
     /// A command from the user: failures become RouteError with a readable reason.
     private func command(_ name: String, _ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>) async throws {
+        if gone { throw RouteError.deviceUnreachable(device: device.name, reason: status.error ?? "it is gone") }
         do {
             _ = try await call(action, on: service, arguments)
         } catch let error as UPnPError {

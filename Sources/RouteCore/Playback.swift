@@ -35,6 +35,9 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public var error: String?
     /// The URL of the item the device is playing (changes when it moves on to a queued next item).
     public var itemURL: String?
+    /// The device's own word for its state (`TRANSITIONING`, `NO_MEDIA_PRESENT`, `BUFFERING`), for messages
+    /// that say what a device did.
+    public var deviceState: String?
 
     /// Makes a status report.
     public init(state: State, position: Double = 0, duration: Double? = nil, volume: Double? = nil,
@@ -102,6 +105,25 @@ extension MediaItem {
     /// Flags: streaming transfer, background transfer, connection stalling.
     public static func dlnaFeatures(converted: Bool) -> String {
         "DLNA.ORG_OP=\(converted ? "10" : "01");DLNA.ORG_CI=\(converted ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
+    }
+}
+
+/// What a device has done with an item route serves it: whether it asked for it at all, and what went
+/// wrong serving it. A device that says PLAYING but never asked is not playing (a firewall, a wrong
+/// interface); one that asked for a file that is gone will not play it either.
+public struct MediaAccess: Sendable, Hashable {
+    /// Requests the server answered for the item (any method, any range).
+    public var requests: Int
+    /// Why serving the item failed, when it did (the file is gone, a conversion failed).
+    public var problem: String?
+    /// Where the item is served from (`10.0.0.2:41234`), for messages.
+    public var servedFrom: String
+
+    /// An access record.
+    public init(requests: Int, problem: String? = nil, servedFrom: String) {
+        self.requests = requests
+        self.problem = problem
+        self.servedFrom = servedFrom
     }
 }
 

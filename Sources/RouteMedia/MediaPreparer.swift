@@ -52,6 +52,11 @@ public final class MediaPreparer: Sendable {
         return item
     }
 
+    /// What the device has done with a prepared item's URL (nil for local output, which reads files).
+    public func access(to item: MediaItem) -> MediaAccess? {
+        server.withLock { $0?.access(to: item.url) }
+    }
+
     /// Stops the media server, if one was started.
     public func close() {
         server.withLock { $0?.close(); $0 = nil }

@@ -86,6 +86,14 @@ public final class MediaServer: Sendable {
         return "\(baseURL)/m/\(token)/\(name)"
     }
 
+    /// What devices have done with an offered URL so far; nil when it is not one of ours.
+    public func access(to url: String) -> MediaAccess? {
+        guard let token = Self.token(in: url) else { return nil }
+        let record = offers.access.withLock { $0[token] } ?? OfferTable.Access()
+        return MediaAccess(requests: record.requests, problem: record.problem,
+                           servedFrom: String(baseURL.dropFirst("http://".count)))
+    }
+
     /// Stops serving an offered URL; later requests get 404.
     public func withdraw(_ url: String) {
         guard let token = Self.token(in: url) else { return }
@@ -133,9 +141,22 @@ struct Offer: Sendable {
     var isImage: Bool { mimeType.hasPrefix("image/") }
 }
 
-/// The offered items by token, shared by every loop's server.
+/// The offered items by token, shared by every loop's server, and what devices did with them.
 final class OfferTable: Sendable {
+    struct Access {
+        var requests = 0
+        var problem: String?
+    }
     let items = Mutex<[String: Offer]>([:])
+    let access = Mutex<[String: Access]>([:])
+
+    /// Counts a request for `token`, and what went wrong answering it, if anything.
+    func record(_ token: String, problem: String? = nil) {
+        access.withLock { table in
+            table[token, default: Access()].requests += 1
+            if let problem { table[token]?.problem = problem }
+        }
+    }
 }
 
 /// The bound, listening TCP socket of one media server, made with POSIX calls and never shared with another
@@ -445,12 +466,14 @@ final class ServerCore: @unchecked Sendable {
             soup_server_message_set_status(message, 404, nil)
             return
         }
+        let token = String(parts[1])
         soup_message_headers_set_content_type(response, offer.mimeType, nil)
         soup_message_headers_replace(response, "transferMode.dlna.org", offer.isImage ? "Interactive" : "Streaming")
         switch offer.source {
         case .file(let size):
-            answerFile(message, offer: offer, size: size, head: method == "HEAD")
+            answerFile(message, offer: offer, token: token, size: size, head: method == "HEAD")
         case .memory(let data):
+            offers.record(token)
             soup_message_headers_set_content_length(response, goffset(data.count))
             soup_server_message_set_status(message, 200, nil)
             guard method == "GET", !data.isEmpty else { return }
@@ -465,6 +488,7 @@ final class ServerCore: @unchecked Sendable {
             let header = soup_message_headers_get_one(soup_server_message_get_request_headers(message), "TimeSeekRange.dlna.org")
                 .map { String(cString: $0) }
             var start = 0.0
+            offers.record(token, problem: access(offer.path, R_OK) == 0 ? nil : "\(offer.path) is gone")
             switch TimeSeekRequest.parse(query: t, header: header, duration: duration) {
             case .start: break
             case .from(let seconds): start = seconds
@@ -482,7 +506,7 @@ final class ServerCore: @unchecked Sendable {
         }
     }
 
-    private func answerFile(_ message: OpaquePointer, offer: Offer, size: UInt64, head: Bool) {
+    private func answerFile(_ message: OpaquePointer, offer: Offer, token: String, size: UInt64, head: Bool) {
         let request = soup_server_message_get_request_headers(message)
         let response = soup_server_message_get_response_headers(message)
         soup_message_headers_replace(response, "Accept-Ranges", "bytes")
@@ -503,6 +527,14 @@ final class ServerCore: @unchecked Sendable {
             return
         }
         soup_message_headers_set_content_length(response, goffset(length))
+        guard access(offer.path, R_OK) == 0 else {
+            // The file went away after it was offered: the device cannot have it.
+            offers.record(token, problem: "\(offer.path) is gone")
+            soup_message_headers_set_content_length(response, 0)
+            soup_server_message_set_status(message, 404, nil)
+            return
+        }
+        offers.record(token)
         guard !head, length > 0 else { return }
         let fd = open(offer.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {

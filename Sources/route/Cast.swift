@@ -6,30 +6,40 @@ import RouteMedia
 
 enum Cast {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        // Every file is checked before any device is touched, so a typo costs nothing.
-        var files: [MediaInfo] = []
-        for path in parsed.positionals {
-            files.append(try await Task.detached { try MediaProbe.probe(path) }.value)
-        }
+        // Every file is checked before any device is touched, so a typo costs nothing; the first is probed
+        // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
+        for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
+        let options = try CastOptions(parsed)
+        let probes = ProbeAhead(paths: parsed.positionals)
+        _ = try await probes.info(0)
         let providers = try Providers.selected(parsed)
         let router = MediaRouter(providers: providers)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         let controller = try await router.controller(for: device)
         do {
-            let interrupted = try await play(files, on: device, with: controller)
+            let outcome = try await play(probes, on: device, with: controller, options: options)
             await controller.close()
-            return interrupted ? .interrupted : .success
+            return outcome
         } catch {
             await controller.close()
             throw error
         }
     }
 
-    /// Plays the queue with status, keys and the control socket; true when interrupted by a signal.
-    private static func play(_ files: [MediaInfo], on device: MediaDevice, with controller: any RouteController) async throws -> Bool {
+    /// Plays the queue with status, keys and the control socket; the exit code (interrupted by a signal,
+    /// or the code of the first file that had to be skipped).
+    private static func play(_ probes: ProbeAhead, on device: MediaDevice, with controller: any RouteController,
+                             options: CastOptions) async throws -> ExitCode {
         let preparer = MediaPreparer(device: device)
         defer { preparer.close() }
-        let session = CastSession(controller: controller, files: files) { try preparer.prepare($0) }
+        let sessionOptions = CastSession.Options(startTimeout: options.startTimeout, imageDuration: options.imageDuration,
+                                                 access: { preparer.access(to: $0) }, onSkip: { _, title, error in
+            printError("route cast: skipping \(title): \(error)", overStatus: true)
+        })
+        let session = CastSession(controller: controller, titles: probes.titles, options: sessionOptions) { index in
+            let info = try await probes.info(index)
+            return try preparer.prepare(info) { notice in printError("route cast: \(notice)", overStatus: true) }
+        }
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
         }
@@ -77,7 +87,8 @@ enum Cast {
             throw error
         }
         await display.value
-        return interrupted.isSet
+        if interrupted.isSet { return .interrupted }
+        return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
     }
 
     private static func press(_ key: CastKey, on session: CastSession) async {
@@ -95,6 +106,52 @@ enum Cast {
         } catch {
             printError("\(error)", overStatus: true)
         }
+    }
+}
+
+/// The options of `cast` beyond the device.
+struct CastOptions {
+    /// How long a picture shows before the queue moves on.
+    let imageDuration: Duration
+    /// How long a device may take to start an item (`ROUTE_START_TIMEOUT`, seconds; default 20).
+    let startTimeout: Duration
+
+    init(_ parsed: ParsedArguments) throws {
+        let start = ProcessInfo.processInfo.environment["ROUTE_START_TIMEOUT"].flatMap(Double.init) ?? 20
+        startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
+        let text = parsed["image-duration"] ?? "5"
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
+            throw UsageError(description: "--image-duration takes seconds from 0 to 3600, not \"\(text)\"")
+        }
+        imageDuration = .milliseconds(Int(seconds * 1000))
+    }
+}
+
+/// Probes the queue's files in order, a couple ahead of the one asked for, off the cooperative pool:
+/// a long queue starts playing as soon as its first file is probed.
+actor ProbeAhead {
+    nonisolated let paths: [String]
+    private var probes: [Int: Task<MediaInfo, any Error>] = [:]
+    static let lookahead = 2
+
+    init(paths: [String]) { self.paths = paths }
+
+    /// The file names, shown until each file is probed.
+    nonisolated var titles: [String] { paths.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } }
+
+    /// The probe of file `index`; starts the next ones.
+    func info(_ index: Int) async throws -> MediaInfo {
+        for ahead in index...min(paths.count - 1, index + Self.lookahead) where probes[ahead] == nil {
+            let path = paths[ahead]
+            probes[ahead] = Task {
+                try await withCheckedThrowingContinuation { continuation in
+                    let thread = Thread { continuation.resume(with: Result { try MediaProbe.probe(path) }) }
+                    thread.name = "route-probe"
+                    thread.start()
+                }
+            }
+        }
+        return try await probes[index]!.value
     }
 }
 

@@ -14,6 +14,12 @@ enum RouteCommandLine {
         // A closed stdout (`| head -1`) must not kill route mid-cast: writes then fail, and a cast stops
         // its device and ends (StatusPrinter).
         signal(SIGPIPE, SIG_IGN)
+        // A parent may have started us with signals blocked (the mask survives exec): the ones route
+        // handles must arrive, or SIGTERM would never stop a cast.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for number in [SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT] { sigaddset(&handled, number) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         guard let name = arguments.first, !["-h", "--help", "help"].contains(name) else {
             print(topHelp)
             return arguments.isEmpty ? .usage : .success
@@ -67,7 +73,8 @@ enum RouteCommandLine {
 /// from the network). On a live status line, `overStatus` clears that line first.
 func printError(_ text: String, overStatus: Bool = false) {
     let line = DisplayText.line(text)
-    FileHandle.standardError.write(Data(((overStatus ? "\r\u{1B}[K" : "") + line + "\n").utf8))
+    let clear = overStatus && isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
+    FileHandle.standardError.write(Data((clear + line + "\n").utf8))
 }
 
 /// Writes one line to stdout, cleaned like `printError`; false when stdout is gone (a closed pipe).

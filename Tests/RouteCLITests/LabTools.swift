@@ -13,6 +13,22 @@ enum Lab {
     static let renderer = "http://10.77.0.2:49494/description.xml"
     static let rendererName = "Lab Renderer"
 
+    /// A value of the lab's `lab.env` (ROUTE_LAB_RYGEL_URL, ROUTE_LAB_RENDERER_PID, …).
+    static func environment(_ key: String) -> String? {
+        guard let state = ProcessInfo.processInfo.environment["ROUTE_LAB_STATE"],
+              let text = try? String(contentsOfFile: state + "/lab.env", encoding: .utf8) else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+    }
+
+    /// Starts the lab's Rygel (its Playbin renderer) and returns its description URL.
+    static func startRygel() throws -> String {
+        try control("start-rygel")
+        guard let url = environment("ROUTE_LAB_RYGEL_URL"), !url.isEmpty else { throw ToolFailed(description: "Rygel's URL is unknown") }
+        return url
+    }
+
+    static let rygelName = "Lab Rygel"
+
     /// Runs `scripts/lab ARGS` (e.g. `kill-renderer --hard`); throws with its output when it fails.
     static func control(_ arguments: String...) throws {
         let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, arguments)
@@ -39,6 +55,22 @@ enum Lab {
     /// The renderer's own Master volume, 0–100.
     static func volume() throws -> Int? {
         value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>")).flatMap { Int($0) }
+    }
+
+    /// The renderer's own NextURI (what it will play after the current item), "" when none.
+    static func nextURI(at description: String = renderer) throws -> String {
+        value("NextURI", in: try soap("AVTransport", "GetMediaInfo", at: description)) ?? ""
+    }
+
+    /// Starts `url` on a renderer as another controller would: SetAVTransportURI and Play over SOAP.
+    static func playAsAnotherController(_ url: String, at description: String = renderer) throws {
+        _ = try soap("AVTransport", "SetAVTransportURI", "<CurrentURI>\(url)</CurrentURI><CurrentURIMetaData></CurrentURIMetaData>", at: description)
+        _ = try soap("AVTransport", "Play", "<Speed>1</Speed>", at: description)
+    }
+
+    /// The transport state of any renderer by its description URL.
+    static func transportState(at description: String) throws -> String {
+        value("CurrentTransportState", in: try soap("AVTransport", "GetTransportInfo", at: description)) ?? "?"
     }
 
     /// Stops the renderer and waits until it says STOPPED, so each test starts from rest.

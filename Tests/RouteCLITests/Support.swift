@@ -178,6 +178,22 @@ final class Sandbox: Sendable {
         return path
     }
 
+    /// Writes a VP8 + Vorbis WebM of `seconds` (160x120) into the sandbox: a video most renderers need converted.
+    func webm(_ name: String, seconds: Int) async throws -> String {
+        let path = root + "/" + name
+        try await offThePool { try gstLaunch("videotestsrc num-buffers=\(seconds * 30) ! video/x-raw,width=160,height=120,framerate=30/1 "
+            + "! vp8enc deadline=1 ! queue ! webmmux name=mux ! filesink location=\(q(path)) audiotestsrc num-buffers=\(seconds * 47) "
+            + "samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! vorbisenc ! queue ! mux.") }
+        return path
+    }
+
+    /// Writes a 320x240 JPEG picture into the sandbox.
+    func jpeg(_ name: String) async throws -> String {
+        let path = root + "/" + name
+        try await offThePool { try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! jpegenc ! filesink location=\(q(path))") }
+        return path
+    }
+
     /// Writes a file with these contents into the sandbox.
     func file(_ name: String, _ contents: String) throws -> String {
         let path = root + "/" + name

@@ -164,6 +164,153 @@ extension LabTests {
         }
     }
 
+    /// Casts that used to hang or lie on gmediarender: a stale gapless next, a renderer taken over by another
+    /// controller, a frozen renderer, one that never starts, a queued file deleted mid-cast.
+    @Suite struct RendererStateLabTests {
+        private let upnp = ["ROUTE_PROVIDERS": "upnp"]
+
+        @Test func aQueuedNextIsTakenBackOnStopAndAStaleOneNeverPlays() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 4)
+                let second = try await sandbox.wav("second.wav", seconds: 4)
+                let cast = try sandbox.start(["cast", first, second, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the second file is queued", within: 8) { try !Lab.nextURI().isEmpty }
+                try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
+                _ = await cast.finish(within: 5)
+                #expect(try Lab.nextURI() == "", "route stop left a NextURI on the renderer")
+
+                // A cast killed with its next item queued leaves a NextURI that points at a dead server:
+                // the next cast takes it back, and plays to its own end.
+                let killed = try sandbox.start(["cast", first, second, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the second file is queued", within: 8) { try !Lab.nextURI().isEmpty }
+                kill(killed.pid, SIGKILL)
+                _ = await killed.finish(within: 5)
+                let third = try await sandbox.wav("third.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", third, "--to", Lab.rendererName], environment: upnp, timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                #expect(result.stdoutLines.last == "ended: third on Lab Renderer", "\(result)")
+            }
+        }
+
+        @Test func anotherControllerTakingOverEndsTheCast() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let long = try await sandbox.wav("long.wav", seconds: 20)
+                let other = try await sandbox.wav("other.wav", seconds: 20)
+                let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                let serve = try sandbox.start(["serve", "--bind", "10.77.0.1", other])
+                try await Lab.until("the other file is served", within: 5) { serve.stdout.contains("http://") }
+                try Lab.playAsAnotherController(serve.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                let result = await cast.finish(within: 8)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stderr.contains("another controller took over"), "\(result)")
+                kill(serve.pid, SIGTERM)
+                #expect(await serve.finish(within: 5).status == 0)
+            }
+        }
+
+        @Test func aFrozenRendererEndsTheCastWithinTenSeconds() async throws {
+            try await Lab.stopRenderer()
+            defer { try? Lab.control("start-renderer") }
+            try await inSandbox { sandbox in
+                let long = try await sandbox.wav("long.wav", seconds: 30)
+                let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                try Lab.control("kill-renderer", "--freeze")
+                let frozen = ContinuousClock.now
+                let result = await cast.finish(within: 20)
+                #expect(ContinuousClock.now - frozen < .seconds(10), "noticed after \(ContinuousClock.now - frozen)")
+                #expect(result.status == 1 && result.stderr.contains("stopped answering"), "\(result)")
+            }
+        }
+
+        @Test func aRendererThatNeverStartsFailsAtTheDeadlineSayingWhatItDid() async throws {
+            let fake = try await FakeRenderer(mode: "never-plays", port: 49635)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", fake.description],
+                                                  environment: ["ROUTE_PROVIDERS": "upnp", "ROUTE_START_TIMEOUT": "2"], timeout: 20)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stderr.contains("did not start playing within 2 s; it reported TRANSITIONING"), "\(result)")
+            }
+        }
+
+        @Test func aQueuedFileDeletedMidCastEndsTheCastInsteadOfLoadingForEver() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 3)
+                let second = try await sandbox.wav("second.wav", seconds: 3)
+                let cast = try sandbox.start(["cast", first, second, "--to", Lab.rendererName],
+                                             environment: ["ROUTE_PROVIDERS": "upnp", "ROUTE_START_TIMEOUT": "3"])
+                try await Lab.until("the second file is queued", within: 8) { try !Lab.nextURI().isEmpty }
+                try FileManager.default.removeItem(atPath: second)
+                let result = await cast.finish(within: 20)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stderr.contains("could not fetch it") && result.stderr.contains("second.wav is gone"), "\(result)")
+                #expect(result.stderrLines.count == 1, "\(result)")
+            }
+        }
+    }
+
+    /// Rygel's Playbin renderer: it answers 701 to Play while already playing, and never ends a picture.
+    @Suite struct RygelLabTests {
+        private let upnp = ["ROUTE_PROVIDERS": "upnp"]
+
+        @Test func picturesShowForTheirTimeAndTheQueueMovesOn() async throws {
+            _ = try Lab.startRygel()
+            defer { try? Lab.control("stop-rygel") }
+            try await inSandbox { sandbox in
+                let first = try await sandbox.jpeg("first.jpg")
+                let second = try await sandbox.jpeg("second.jpg")
+                let result = try await sandbox.run(["cast", first, second, "--to", Lab.rygelName, "--image-duration", "1"],
+                                                  environment: upnp, timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                #expect(result.stdoutLines.contains("playing: first [1/2] on Lab Rygel"), "\(result)")
+                #expect(result.stdoutLines.contains("playing: second [2/2] on Lab Rygel"), "\(result)")
+            }
+        }
+
+        @Test func aRendererAlreadyPlayingTakesTheCast() async throws {
+            let rygel = try Lab.startRygel()
+            defer { try? Lab.control("stop-rygel") }
+            try await inSandbox { sandbox in
+                // Another app's picture, left playing (Rygel never ends one).
+                let picture = try await sandbox.jpeg("theirs.jpg")
+                let serve = try sandbox.start(["serve", "--bind", "10.77.0.1", picture])
+                try await Lab.until("the picture is served", within: 5) { serve.stdout.contains("http://") }
+                try Lab.playAsAnotherController(serve.stdout.trimmingCharacters(in: .whitespacesAndNewlines), at: rygel)
+                try await Lab.until("Rygel plays it", within: 5) { try Lab.transportState(at: rygel) == "PLAYING" }
+                let wav = try await sandbox.wav("ours.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", Lab.rygelName], environment: upnp, timeout: 20)
+                #expect(result.status == 0, "701 on Play while playing is not a failure: \(result)")
+                #expect(result.stdoutLines.last == "ended: ours on Lab Rygel", "\(result)")
+                kill(serve.pid, SIGTERM)
+                #expect(await serve.finish(within: 5).status == 0)
+            }
+        }
+
+        @Test func seekingAConvertedVideoThenStopEnds() async throws {
+            let rygel = try Lab.startRygel()
+            defer { try? Lab.control("stop-rygel") }
+            try await inSandbox { sandbox in
+                let video = try await sandbox.webm("clip.webm", seconds: 12)
+                let cast = try sandbox.start(["cast", video, "--to", Lab.rygelName], environment: upnp)
+                try await sandbox.poll(["status", "--to", "rygel"], "playing") { $0.stdout.contains("playing") }
+                try await sandbox.run(["seek", "6", "--to", "rygel"]).expectSuccess()
+                try await sandbox.poll(["status", "--to", "rygel"], "playing from 0:06") { $0.stdout.contains("playing clip 0:0") && !$0.stdout.contains("0:00 ") && !$0.stdout.contains(" 0:01 ") }
+                try await sandbox.run(["pause", "--to", "rygel"]).expectSuccess()
+                try await Lab.until("Rygel paused", within: 5) { try Lab.transportState(at: rygel) == "PAUSED_PLAYBACK" }
+                try await sandbox.run(["stop", "--to", "rygel"]).expectSuccess()
+                let result = await cast.finish(within: 8)
+                #expect(result.status == 0, "\(result)")
+                #expect(try Lab.transportState(at: rygel) == "STOPPED")
+            }
+        }
+    }
+
     /// Bad peers, played by the fake renderer: each must give one clear line and a fitting exit code, fast.
     @Suite struct BadRendererLabTests {
         private static let cases: [(mode: String, status: Int32, says: String)] = [

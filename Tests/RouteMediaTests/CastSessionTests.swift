@@ -5,25 +5,25 @@ import Foundation
 import RouteCore
 import RouteMedia
 import RouteTestSupport
+import Synchronization
 import Testing
 
 /// Makes the item for a probed file, as `route cast` does for local output.
-let localPreparer: CastSession.Preparer = { info in
+func localItem(_ info: MediaInfo) -> MediaItem {
     MediaItem(url: fileURL(info.path), mimeType: info.mimeType, title: info.displayTitle, duration: info.duration,
               size: info.size, kind: info.kind)
 }
 
 /// Runs a session over `paths` on a fresh local player; `body` gets the session, its status recorder
-/// and the task running it. The player is closed afterwards.
+/// and the task running it. The player is closed afterwards. `prepare` turns a probed file into an item.
 func withCastSession(
-    _ paths: [String], prepare: @escaping CastSession.Preparer = localPreparer,
+    _ paths: [String], options: CastSession.Options = .init(), prepare: @escaping @Sendable (MediaInfo) throws -> MediaItem = localItem,
     _ body: (CastSession, Recorder<CastStatus>, Task<Result<Void, any Error>, Never>) async throws -> Void
 ) async throws {
     TestEnvironment.configure()
-    var files: [MediaInfo] = []
-    for path in paths { files.append(try await probe(path)) }
     let player = try await LocalProvider().controller(for: LocalProvider.device)
-    let session = CastSession(controller: player, files: files, prepare: prepare)
+    let session = CastSession(controller: player, titles: paths.map { URL(fileURLWithPath: $0).lastPathComponent },
+                              options: options) { index in try prepare(try await probe(paths[index])) }
     let status = Recorder(session.statusUpdates())
     let run = Task { () -> Result<Void, any Error> in
         do { try await session.run(); return .success(()) } catch { return .failure(error) }
@@ -132,7 +132,7 @@ func withCastSession(
 
     @Test func aFailingItemMakesRunThrow() async throws {
         let samples = try await Samples.get()
-        let missing: CastSession.Preparer = { info in
+        let missing: @Sendable (MediaInfo) -> MediaItem = { info in
             MediaItem(url: fileURL(samples.root + "/vanished.wav"), mimeType: info.mimeType, title: "vanished")
         }
         try await withCastSession([samples.wav, samples.ogg], prepare: missing) { _, status, run in
@@ -147,6 +147,65 @@ func withCastSession(
             }
             try await status.waitForEnd(within: 5)
             #expect(!status.values.contains { $0.index == 1 }, "the queue went on after a failed item")
+        }
+    }
+
+    @Test func aFileThatCannotBePreparedIsSkippedAndTheQueueGoesOn() async throws {
+        let samples = try await Samples.get()
+        let skips = Mutex<[String]>([])
+        let options = CastSession.Options(onSkip: { _, title, _ in skips.withLock { $0.append(title) } })
+        try await withCastSession([samples.wav, samples.textMP3, samples.wav], options: options) { session, status, run in
+            #expect(await finishes(run, within: 20))
+            if case .failure(let error) = await run.value { Issue.record("run() threw: \(error)") }
+            #expect(skips.withLock { $0 } == ["notes.mp3"])
+            #expect(await session.skipped.map(\.index) == [1])
+            #expect(status.values.contains { $0.index == 2 && $0.playback.state == .ended })
+        }
+    }
+
+    @Test func aFirstFileThatCannotBePreparedEndsTheCastAtOnce() async throws {
+        let samples = try await Samples.get()
+        try await withCastSession([samples.textMP3, samples.wav]) { _, status, run in
+            #expect(await finishes(run, within: 5))
+            guard case .failure(let error) = await run.value, error is MediaError else {
+                Issue.record("run() did not throw the probe's error: \(await run.value)"); return
+            }
+            #expect(status.values.isEmpty, "nothing was loaded")
+        }
+    }
+
+    @Test func anImageShowsForItsTimeThenTheQueueMovesOn() async throws {
+        let samples = try await Samples.get()
+        let options = CastSession.Options(imageDuration: .seconds(1))
+        try await withCastSession([samples.png, samples.wav], options: options) { _, status, run in
+            let started = ContinuousClock.now
+            try await status.wait(for: 10, "the picture shows") { $0.index == 0 && $0.playback.state == .playing }
+            try await status.wait(for: 10, "the next item plays") { $0.index == 1 && $0.playback.state == .playing }
+            #expect(ContinuousClock.now - started >= .milliseconds(900), "the picture showed its second")
+            #expect(await finishes(run, within: 10))
+        }
+    }
+
+    @Test func anItemThatNeverStartsFailsAtTheDeadline() async throws {
+        let samples = try await Samples.get()
+        // A server that takes the connection and never answers: the player waits for data for ever, as a
+        // device that never starts does.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = listen(listener, 4)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/silent.wav"
+        let options = CastSession.Options(startTimeout: .seconds(1))
+        let stuck: @Sendable (MediaInfo) -> MediaItem = { info in MediaItem(url: url, mimeType: info.mimeType, title: "stuck") }
+        try await withCastSession([samples.wav], options: options, prepare: stuck) { _, _, run in
+            #expect(await finishes(run, within: 10), "run() waited for ever")
+            guard case .failure(let error) = await run.value else { Issue.record("a stuck item did not fail"); return }
+            #expect("\(error)".contains("did not start playing within 1 s"), "\(error)")
         }
     }
 }
