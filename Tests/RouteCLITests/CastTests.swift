@@ -62,6 +62,27 @@ import Testing
         }
     }
 
+    @Test func aThousandFilesAreNotAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("f.wav", seconds: 1)
+            let result = try await sandbox.run(["cast"] + Array(repeating: wav, count: 1001) + ["--to", "Nonexistent", "--providers", "local"])
+            #expect(result.status == 4, "the device is what is wrong, not the count: \(result)")
+        }
+    }
+
+    /// Later files are probed while the first plays: a bad one at the end is found when the queue gets
+    /// there (skipped with a line, exit 3), not before anything plays.
+    @Test func laterFilesAreProbedWhileTheFirstPlays() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("first.wav", seconds: 1)
+            let bad = try sandbox.file("notes.mp3", "shopping list: milk, eggs\n")
+            let result = try await sandbox.run(["cast", wav, bad, "--to", "this"], timeout: 20)
+            #expect(result.status == 3, "\(result)")
+            #expect(result.stdoutLines.contains("ended: first [1/2] on This computer"), "the first file played: \(result)")
+            #expect(result.stderrLines.count == 1 && result.stderr.contains("skipping notes") && result.stderr.contains("not a media file"), "\(result)")
+        }
+    }
+
     @Test func unknownDeviceIsExitFourListingTheDevices() async throws {
         try await inSandbox { sandbox in
             let wav = try await sandbox.wav("f.wav", seconds: 2)

@@ -320,6 +320,7 @@ extension LabTests {
             ("no-avtransport", 1, "has no AVTransport service"),
             ("malformed-soap", 1, "was not valid UPnP"),
             ("hang", 5, "no answer in time"),
+            ("empty-description", 1, "description.xml is empty"),
         ]
 
         @Test(arguments: cases.indices)
