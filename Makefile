@@ -1,5 +1,5 @@
 # Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test bench fuzz clean
 
 deps:
 	scripts/deps build
@@ -15,12 +15,18 @@ demo: build
 test:
 	scripts/deps test
 	swift build --build-tests
+	.build/debug/route-fuzz --runs 3000
 	scripts/lab run swift test --skip-build
 
 bench:
 	scripts/deps bench
 	swift build -c release
 	bench/serve
+
+# Every parser of network input under libFuzzer and AddressSanitizer, a million inputs each (RUNS=...).
+fuzz:
+	scripts/deps build
+	scripts/fuzz
 
 clean:
 	rm -rf .build out

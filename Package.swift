@@ -26,6 +26,7 @@ let package = Package(
         systemLibrary("CAvahiClient", pkgConfig: "avahi-client", apt: ["libavahi-client-dev"]),
         systemLibrary("CUPnP", pkgConfig: "libupnp", apt: ["libupnp-dev"]),
         systemLibrary("COpenSSL", pkgConfig: "openssl", apt: ["libssl-dev"]),
+        systemLibrary("CLibXML2", pkgConfig: "libxml-2.0", apt: ["libxml2-dev"]),
         .target(
             name: "CRouteShim",
             dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"]
@@ -37,9 +38,12 @@ let package = Package(
             dependencies: ["RouteCore", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
             swiftSettings: swift6
         ),
-        .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
+        .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
+        // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
+        .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP"],
+                          path: "Tests/Fuzz", exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport"], swiftSettings: swift6),

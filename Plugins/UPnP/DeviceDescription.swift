@@ -5,44 +5,44 @@ import Foundation
 import RouteCore
 
 /// One service of a device, with absolute URLs.
-struct ServiceInfo: Sendable, Hashable {
-    var serviceType: String
-    var serviceID: String
-    var controlURL: String
-    var eventURL: String
-    var scpdURL: String
+package struct ServiceInfo: Sendable, Hashable {
+    package var serviceType: String
+    package var serviceID: String
+    package var controlURL: String
+    package var eventURL: String
+    package var scpdURL: String
 }
 
 /// One icon of a device.
-struct IconInfo: Sendable, Hashable {
-    var mimeType: String
-    var width: Int
-    var height: Int
-    var url: String
+package struct IconInfo: Sendable, Hashable {
+    package var mimeType: String
+    package var width: Int
+    package var height: Int
+    package var url: String
 }
 
 /// The parts of a UPnP device description route uses.
-struct DeviceDescription: Sendable, Hashable {
-    var location: String
-    var udn: String
-    var deviceType: String
-    var friendlyName: String
-    var manufacturer: String
-    var modelName: String
-    var services: [ServiceInfo]
-    var icons: [IconInfo]
+package struct DeviceDescription: Sendable, Hashable {
+    package var location: String
+    package var udn: String
+    package var deviceType: String
+    package var friendlyName: String
+    package var manufacturer: String
+    package var modelName: String
+    package var services: [ServiceInfo]
+    package var icons: [IconInfo]
 
     /// The first service whose type starts with `urn:schemas-upnp-org:service:NAME:`.
-    func service(_ name: String) -> ServiceInfo? {
+    package func service(_ name: String) -> ServiceInfo? {
         services.first { $0.serviceType.hasPrefix("urn:schemas-upnp-org:service:\(name):") }
     }
 
     /// Errors a person can act on when a description is unusable.
-    enum Problem: Error, CustomStringConvertible {
+    package enum Problem: Error, CustomStringConvertible {
         case missing(String, String)
         case foreignURL(String, what: String, url: String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .missing(let location, let what): return "the device description at \(location) has no \(what)"
             case .foreignURL(let location, let what, let url):
@@ -54,7 +54,7 @@ struct DeviceDescription: Sendable, Hashable {
     /// Reads a description fetched from `location` (relative URLs resolve against URLBase or it). Every
     /// service URL must be on the description's own host: a description must not make route send requests
     /// to another machine, or to this one's loopback services.
-    static func parse(_ root: XMLNode, location: String) throws(Problem) -> DeviceDescription {
+    package static func parse(_ root: XMLNode, location: String) throws(Problem) -> DeviceDescription {
         guard let device = root.child("device") else { throw .missing(location, "<device> element") }
         let locationURL = URL(string: location)
         let base = root.value("URLBase").flatMap { URL(string: $0) } ?? locationURL
@@ -91,7 +91,7 @@ struct DeviceDescription: Sendable, Hashable {
     }
 
     /// The device as the router sees it; `sink` is GetProtocolInfo's Sink (may be empty if unknown).
-    func mediaDevice(sink: String) -> MediaDevice {
+    package func mediaDevice(sink: String) -> MediaDevice {
         let types = ProtocolInfo.mimeTypes(sink)
         var capabilities: MediaDevice.Capabilities = []
         if types.contains(where: { $0.hasPrefix("audio/") }) { capabilities.insert(.audio) }
@@ -109,9 +109,9 @@ struct DeviceDescription: Sendable, Hashable {
 }
 
 /// ConnectionManager protocol info: `http-get:*:audio/mpeg:DLNA.ORG_PN=MP3,http-get:*:audio/L16;rate=44100:*`.
-enum ProtocolInfo {
+package enum ProtocolInfo {
     /// The distinct MIME types offered over http-get, in order.
-    static func mimeTypes(_ sink: String) -> [String] {
+    package static func mimeTypes(_ sink: String) -> [String] {
         var seen = Set<String>()
         var result: [String] = []
         for entry in sink.split(separator: ",") {
@@ -130,9 +130,9 @@ enum ProtocolInfo {
 }
 
 /// DIDL-Lite metadata for SetAVTransportURI.
-enum DIDLLite {
+package enum DIDLLite {
     /// An `item` with title, artist, album, class, a `res` with protocolInfo, duration and size, and cover art.
-    static func metadata(for item: MediaItem) -> String {
+    package static func metadata(for item: MediaItem) -> String {
         let upnpClass: String
         if item.kind.contains(.video) { upnpClass = "object.item.videoItem" }
         else if item.kind.contains(.audio) { upnpClass = "object.item.audioItem.musicTrack" }

@@ -273,19 +273,11 @@ actor RendererController: RouteController {
     /// something route did not send — another controller took over, and this cast ends.
     private func follow(_ uri: String) {
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED", !status.isFinal else { return }
-        if let next = nextItem, Self.sameMedia(uri, next.url) {
+        if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
             advance(to: next)
-        } else if let loaded = status.itemURL, !Self.sameMedia(uri, loaded), sawPlaying || status.state != .loading {
+        } else if let loaded = status.itemURL, !TrackURI.isSame(uri, as: loaded), sawPlaying || status.state != .loading {
             fail("\(device.name) is now playing something route did not send (another controller took over)")
         }
-    }
-
-    /// Whether a URI a renderer reports is one route served: the same token (renderers may re-escape or
-    /// drop the query a seek reload adds).
-    static func sameMedia(_ reported: String, _ ours: String) -> Bool {
-        if reported == ours { return true }
-        guard let token = ours.range(of: "/m/").map({ ours[$0.upperBound...].prefix { $0 != "/" } }), token.count >= 16 else { return false }
-        return reported.contains("/m/\(token)/")
     }
 
     /// The renderer moved on to the queued item: the status is now that item's.
@@ -370,5 +362,16 @@ actor RendererController: RouteController {
     private func call(_ action: String, on service: ServiceInfo, _ arguments: KeyValuePairs<String, String>,
                       timeout: Duration = UPnPStack.callTimeout) async throws -> [String: String] {
         try await stack.sendAction(action, service: service, arguments: arguments, timeout: timeout)
+    }
+}
+
+/// The track URIs renderers report, compared with what route sent.
+package enum TrackURI {
+    /// Whether a URI a renderer reports is the one route served: the same token (renderers may re-escape
+    /// it or drop the query a seek reload adds).
+    package static func isSame(_ reported: String, as ours: String) -> Bool {
+        if reported == ours { return true }
+        guard let token = ours.range(of: "/m/").map({ ours[$0.upperBound...].prefix { $0 != "/" } }), token.count >= 16 else { return false }
+        return reported.contains("/m/\(token)/")
     }
 }

@@ -182,7 +182,7 @@ actor RendererDiscovery {
             if let rejectedAt = rejected[location], now - rejectedAt < Self.rejectionBackoff { return }
             // A device describes itself: a reply that points anywhere but at its own address (at this
             // machine's loopback services, say) is not fetched.
-            guard Self.isOwnLocation(location, sender: sender) else {
+            guard SSDPReply.isOwnLocation(location, sender: sender) else {
                 reject(location, "it came from \(sender.isEmpty ? "an unknown address" : sender) but points elsewhere")
                 return
             }
@@ -218,11 +218,6 @@ actor RendererDiscovery {
         }
     }
 
-    /// Whether an SSDP `location` is an http:// URL on the host the packet came from.
-    static func isOwnLocation(_ location: String, sender: String) -> Bool {
-        guard let url = URL(string: location), url.scheme?.lowercased() == "http", let host = url.host, !sender.isEmpty else { return false }
-        return host == sender
-    }
 
     /// Drops expired entries, and those that missed the last search and no longer serve their description.
     private func expire(notSeenSince searchedAt: ContinuousClock.Instant) async {
@@ -241,5 +236,19 @@ actor RendererDiscovery {
     private func changed() {
         let devices = entries.values.compactMap { $0.renderer?.device }.sorted { $0.name < $1.name }
         publish?(devices)
+    }
+}
+
+/// What route reads of an SSDP reply or announcement (libupnp parses the packet; these are its fields).
+package enum SSDPReply {
+    /// Whether a `location` is an http:// URL on the host the packet came from.
+    package static func isOwnLocation(_ location: String, sender: String) -> Bool {
+        guard let url = URL(string: location), url.scheme?.lowercased() == "http", let host = url.host, !sender.isEmpty else { return false }
+        return host == sender
+    }
+
+    /// The device's UDN from a USN (`uuid:…::urn:…` → `uuid:…`).
+    package static func udn(fromUSN usn: String) -> String {
+        usn.components(separatedBy: "::").first ?? usn
     }
 }

@@ -87,7 +87,7 @@ private func numericHost(_ address: UnsafePointer<sockaddr_storage>?) -> String 
 extension XMLNode {
     /// Copies a libupnp DOM into a bounded tree, walking it with its parent links instead of recursion,
     /// and within `limits` (libupnp has already parsed it; printing it to parse it again would cost twice).
-    init(ixml document: UnsafeMutablePointer<IXML_Document>, limits: XMLLimits) throws(XMLProblem) {
+    package init(ixml document: UnsafeMutablePointer<IXML_Document>, limits: XMLLimits) throws(XMLProblem) {
         let top = UnsafeMutableRawPointer(document).assumingMemoryBound(to: IXML_Node.self)
         var open: [XMLNode] = []
         var root: XMLNode?
@@ -225,16 +225,14 @@ final class UPnPStack: Sendable {
         case UPNP_DISCOVERY_SEARCH_RESULT, UPNP_DISCOVERY_ADVERTISEMENT_ALIVE:
             let d = OpaquePointer(event)
             guard UpnpDiscovery_get_ErrCode(d) == UPNP_E_SUCCESS else { return nil }
-            let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))
-            let udn = id.components(separatedBy: "::").first ?? id
+            let udn = SSDPReply.udn(fromUSN: String(cString: UpnpDiscovery_get_DeviceID_cstr(d)))
             return .alive(udn: udn, deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)),
                           location: String(cString: UpnpDiscovery_get_Location_cstr(d)),
                           maxAge: Int(UpnpDiscovery_get_Expires(d)), announced: type == UPNP_DISCOVERY_ADVERTISEMENT_ALIVE,
                           sender: numericHost(UpnpDiscovery_get_DestAddr(d)))
         case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
             let d = OpaquePointer(event)
-            let id = String(cString: UpnpDiscovery_get_DeviceID_cstr(d))
-            return .byebye(udn: id.components(separatedBy: "::").first ?? id)
+            return .byebye(udn: SSDPReply.udn(fromUSN: String(cString: UpnpDiscovery_get_DeviceID_cstr(d))))
         case UPNP_EVENT_RECEIVED:
             let e = OpaquePointer(event)
             let sid = String(cString: UpnpEvent_get_SID_cstr(e))

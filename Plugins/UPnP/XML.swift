@@ -1,11 +1,10 @@
 // XML: a bounded element tree for the XML that reaches route from the network (descriptions, SCPDs, SOAP
 // replies, GENA bodies, LastChange), the UPnP documents read with it, and escaping for the documents we write.
 // Nothing here recurses in proportion to the input: depth, element count, text and input size are capped.
+// Documents are read with libxml2's streaming reader (the one choke point for libxml2 is `build`).
 
+import CLibXML2
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// How much XML from the network route takes before it gives up on a document.
 package struct XMLLimits: Sendable {
@@ -77,16 +76,55 @@ package struct XMLNode: Sendable {
         child(name).map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
-    /// Parses a document as it came off the wire, in the encoding its declaration names (UTF-8 when it
-    /// names none; bytes that are not UTF-8 are then read as ISO-8859-1, as old devices write them).
+    /// Parses a document as it came off the wire, in the encoding its declaration (or byte order mark)
+    /// names: UTF-8 when it names none, and bytes that are not UTF-8 then read as ISO-8859-1, as old
+    /// devices write them. The parser is handed UTF-8 only. (Foundation's XMLParser, used before, traps
+    /// on a processing instruction without data or an element name that is not UTF-8: the `description`
+    /// fuzz target found both at once.)
     package static func parse(_ data: Data, limits: XMLLimits) throws(XMLProblem) -> XMLNode {
         guard data.count <= limits.maxBytes else { throw .tooLarge(limits.maxBytes) }
-        do {
-            return try build(data, limits: limits)
-        } catch .malformed where String(data: data, encoding: .utf8) == nil && !declaresEncoding(data) {
-            guard let text = String(data: data, encoding: .isoLatin1) else { throw .malformed }
-            return try build(Data(text.utf8), limits: limits)
+        guard let utf8 = Self.utf8Document(data) else { throw .malformed }
+        return try build(utf8, limits: limits)
+    }
+
+    /// The document as UTF-8 with no encoding declared; nil when it cannot be decoded.
+    static func utf8Document(_ data: Data) -> Data? {
+        var bytes = data
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        let text: String?
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+            text = String(data: bytes, encoding: .utf16)
+        } else {
+            switch declaredEncoding(bytes) {
+            case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1":
+                text = String(data: bytes, encoding: .isoLatin1)
+            case "windows-1252", "cp1252":
+                text = String(data: bytes, encoding: .windowsCP1252)
+            case "us-ascii", "ascii":
+                text = String(data: bytes, encoding: .ascii) ?? String(data: bytes, encoding: .isoLatin1)
+            case "utf-16", "utf16":
+                text = String(data: bytes, encoding: .utf16)
+            default:
+                text = String(data: bytes, encoding: .utf8) ?? String(data: bytes, encoding: .isoLatin1)
+            }
         }
+        guard var decoded = text else { return nil }
+        // The declaration named how the bytes were encoded; they are UTF-8 now.
+        if decoded.hasPrefix("<?xml"), let end = decoded.range(of: "?>") {
+            decoded.replaceSubrange(decoded.startIndex..<end.upperBound, with: "<?xml version=\"1.0\"?>")
+        }
+        return Data(decoded.utf8)
+    }
+
+    /// The lower-cased encoding named in the XML declaration, if any.
+    private static func declaredEncoding(_ data: Data) -> String? {
+        let head = String(decoding: data.prefix(200), as: UTF8.self)
+        guard head.hasPrefix("<?xml"), let end = head.range(of: "?>") else { return nil }
+        let declaration = head[..<end.lowerBound]
+        guard let key = declaration.range(of: "encoding") else { return nil }
+        let rest = declaration[key.upperBound...].drop { $0 == " " || $0 == "=" }
+        guard let quote = rest.first, quote == "\"" || quote == "'" else { return nil }
+        return String(rest.dropFirst().prefix { $0 != quote }).lowercased()
     }
 
     /// Parses text that has already been decoded (a LastChange value).
@@ -94,55 +132,60 @@ package struct XMLNode: Sendable {
         try parse(Data(text.utf8), limits: limits)
     }
 
+    /// Reads UTF-8 `data` with libxml2's streaming reader into a tree, an explicit stack of open elements
+    /// and no recursion; the network is never used, entities are not substituted, and nothing is printed.
     private static func build(_ data: Data, limits: XMLLimits) throws(XMLProblem) -> XMLNode {
-        let builder = TreeBuilder(limits: limits)
-        let parser = XMLParser(data: data)
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = builder
-        let parsed = parser.parse()
-        if let problem = builder.problem { throw problem }
-        guard parsed, let root = builder.root else { throw .malformed }
+        xmlInitParser()
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue)
+        let reader: xmlTextReaderPtr? = data.withUnsafeBytes { bytes in
+            xmlReaderForMemory(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil, "UTF-8", options)
+        }
+        guard let reader else { throw .malformed }
+        defer { xmlFreeTextReader(reader) }
+        var open: [XMLNode] = []
+        var root: XMLNode?
+        var elements = 0
+        func close() {
+            guard let done = open.popLast() else { return }
+            if open.isEmpty { root = root ?? done } else { open[open.count - 1].children.append(done) }
+        }
+        while true {
+            let step = xmlTextReaderRead(reader)
+            if step == 0 { break }
+            guard step == 1 else { throw .malformed }
+            switch xmlTextReaderNodeType(reader) {
+            case Int32(XML_READER_TYPE_ELEMENT.rawValue):
+                elements += 1
+                guard open.count < limits.maxDepth else { throw .tooDeep(limits.maxDepth) }
+                guard elements <= limits.maxElements else { throw .tooManyElements(limits.maxElements) }
+                var node = XMLNode(name: Self.text(xmlTextReaderConstLocalName(reader)) ?? "")
+                while node.attributes.count < 64, xmlTextReaderMoveToNextAttribute(reader) == 1 {
+                    if let name = Self.text(xmlTextReaderConstName(reader)) {
+                        node.attributes[name] = Self.text(xmlTextReaderConstValue(reader)) ?? ""
+                    }
+                }
+                xmlTextReaderMoveToElement(reader)
+                let empty = xmlTextReaderIsEmptyElement(reader) == 1
+                open.append(node)
+                if empty { close() }
+            case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
+                close()
+            case Int32(XML_READER_TYPE_TEXT.rawValue), Int32(XML_READER_TYPE_CDATA.rawValue),
+                 Int32(XML_READER_TYPE_WHITESPACE.rawValue), Int32(XML_READER_TYPE_SIGNIFICANT_WHITESPACE.rawValue):
+                guard !open.isEmpty, open[open.count - 1].text.utf8.count < limits.maxText,
+                      let value = Self.text(xmlTextReaderConstValue(reader)) else { continue }
+                open[open.count - 1].text += value
+            default:
+                continue
+            }
+        }
+        guard open.isEmpty, let root else { throw .malformed }
         return root
     }
 
-    private static func declaresEncoding(_ data: Data) -> Bool {
-        let head = String(decoding: data.prefix(200), as: UTF8.self)
-        return head.hasPrefix("<?xml") && head.prefix(while: { $0 != ">" }).contains("encoding")
-    }
-}
-
-/// Builds the tree from parser events with an explicit stack, and stops the parser at the first limit.
-private final class TreeBuilder: NSObject, XMLParserDelegate {
-    let limits: XMLLimits
-    var stack: [XMLNode] = []
-    var root: XMLNode?
-    var elements = 0
-    var problem: XMLProblem?
-
-    init(limits: XMLLimits) { self.limits = limits }
-
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                attributes: [String: String] = [:]) {
-        elements += 1
-        if stack.count >= limits.maxDepth { stop(parser, .tooDeep(limits.maxDepth)); return }
-        if elements > limits.maxElements { stop(parser, .tooManyElements(limits.maxElements)); return }
-        let local = name.split(separator: ":").last.map(String.init) ?? name
-        stack.append(XMLNode(name: local, attributes: attributes))
-    }
-
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        guard !stack.isEmpty, stack[stack.count - 1].text.utf8.count < limits.maxText else { return }
-        stack[stack.count - 1].text += string
-    }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-        guard let node = stack.popLast() else { return }
-        if stack.isEmpty { root = node } else { stack[stack.count - 1].children.append(node) }
-    }
-
-    private func stop(_ parser: XMLParser, _ reason: XMLProblem) {
-        problem = reason
-        parser.abortParsing()
+    /// A libxml2 string (UTF-8) as Swift text; nil for NULL.
+    private static func text(_ value: UnsafePointer<xmlChar>?) -> String? {
+        value.map { String(cString: $0) }
     }
 }
 

@@ -205,6 +205,18 @@ private let description = """
         #expect(!external.text.contains("root:"))
     }
 
+    /// Both crashed Foundation's XMLParser (a null pointer, a trap): the `description` fuzz target found them.
+    @Test func processingInstructionsWithoutDataAndNamesThatAreNotUTF8AreNoCrash() throws {
+        for text in ["<?xm?>\n<r/>", "<?xml?><r/>", "<r><?x?></r>", "<r><?pi data?><n>1</n></r>"] {
+            _ = try? XMLNode.parse(Data(text.utf8), limits: .document)
+        }
+        var latin = Data("<r><servic".utf8)
+        latin.append(0xCA)
+        latin.append(contentsOf: Array("eList/></r>".utf8))
+        #expect(try XMLNode.parse(latin, limits: .document).children.first?.name == "servicÊeList")
+        #expect(try XMLNode.parse(Data("<r><?pi data?><n>1</n></r>".utf8), limits: .document).value("n") == "1")
+    }
+
     @Test func latin1DescriptionsReadAsLatin1() throws {
         var declared = Data("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r><n>caf".utf8)
         declared.append(0xE9)
@@ -218,11 +230,11 @@ private let description = """
     }
 
     @Test func anSSDPReplyMustPointAtItsOwnSender() {
-        #expect(RendererDiscovery.isOwnLocation("http://10.77.0.2:49494/description.xml", sender: "10.77.0.2"))
-        #expect(!RendererDiscovery.isOwnLocation("http://127.0.0.1:6379/", sender: "10.77.0.2"))
-        #expect(!RendererDiscovery.isOwnLocation("http://10.77.0.3/d.xml", sender: "10.77.0.2"))
-        #expect(!RendererDiscovery.isOwnLocation("file:///etc/passwd", sender: "10.77.0.2"))
-        #expect(!RendererDiscovery.isOwnLocation("http://10.77.0.2/d.xml", sender: ""))
+        #expect(SSDPReply.isOwnLocation("http://10.77.0.2:49494/description.xml", sender: "10.77.0.2"))
+        #expect(!SSDPReply.isOwnLocation("http://127.0.0.1:6379/", sender: "10.77.0.2"))
+        #expect(!SSDPReply.isOwnLocation("http://10.77.0.3/d.xml", sender: "10.77.0.2"))
+        #expect(!SSDPReply.isOwnLocation("file:///etc/passwd", sender: "10.77.0.2"))
+        #expect(!SSDPReply.isOwnLocation("http://10.77.0.2/d.xml", sender: ""))
     }
 }
 

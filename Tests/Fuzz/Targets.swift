@@ -1,0 +1,116 @@
+// Targets: every parser route runs on input from the network, each as a fuzz target that takes raw bytes.
+// A target must never crash, hang or trap, whatever the bytes; it checks a few invariants on top.
+
+import CUPnP
+import Foundation
+import RouteCore
+import RouteMedia
+import UPnPProvider
+
+/// One fuzz target: a name (its corpus folder under Tests/Fuzz/Corpus) and what it does with an input.
+struct FuzzTarget: Sendable {
+    let name: String
+    let summary: String
+    let run: @Sendable (Data) -> Void
+}
+
+/// Stops the run with a message when an invariant does not hold (libFuzzer reports it as a crash).
+func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError("invariant broken: \(message())") }
+}
+
+enum Targets {
+    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text]
+
+    /// A device description off the wire: bounded XML, then what route reads of it.
+    static let description = FuzzTarget(name: "description", summary: "device descriptions and SCPDs (XMLNode, DeviceDescription)") { data in
+        guard let root = try? XMLNode.parse(data, limits: .document) else { return }
+        _ = root.all("service")
+        guard let description = try? DeviceDescription.parse(root, location: "http://10.0.0.5:8080/desc.xml") else { return }
+        for service in description.services {
+            for url in [service.controlURL, service.eventURL, service.scpdURL] where !url.isEmpty {
+                require(URL(string: url)?.host == "10.0.0.5", "a service URL left the device's host: \(url)")
+            }
+        }
+        require(!description.friendlyName.unicodeScalars.contains { $0.value < 0x20 }, "a control character in a name")
+        _ = description.mediaDevice(sink: description.modelName)
+    }
+
+    /// A SOAP reply or GENA body as libupnp hands it over: its DOM, copied without recursion.
+    static let soap = FuzzTarget(name: "soap", summary: "SOAP replies and GENA property sets (ixml DOM walk)") { data in
+        guard data.count <= 64 * 1024 else { return } // libupnp reads no more
+        var document: UnsafeMutablePointer<IXML_Document>?
+        let text = String(decoding: data, as: UTF8.self)
+        guard ixmlParseBufferEx(text, &document) == IXML_SUCCESS.rawValue, let document else { return }
+        defer { ixmlDocument_free(document) }
+        guard let tree = try? XMLNode(ixml: document, limits: .message) else { return }
+        _ = SOAPResponse.arguments(tree)
+        for (_, value) in PropertySet.variables(tree) { _ = LastChange.parse(value) }
+    }
+
+    /// An AV service's LastChange value, and the numbers read from it.
+    static let lastChange = FuzzTarget(name: "lastchange", summary: "LastChange events and the numbers in them") { data in
+        let values = LastChange.parse(String(decoding: data, as: UTF8.self))
+        for value in values.values {
+            if let seconds = NetworkNumber.clock(value) {
+                require(seconds.isFinite && seconds >= 0 && seconds <= NetworkNumber.maxSeconds, "a clock out of range: \(seconds)")
+            }
+            if let volume = NetworkNumber.double(value, in: 0...100) { require(volume.isFinite, "an infinite volume") }
+        }
+    }
+
+    /// GetProtocolInfo's Sink, and the MIME matching built on it.
+    static let protocolInfo = FuzzTarget(name: "protocolinfo", summary: "GetProtocolInfo Sink lists and MIME matching") { data in
+        guard data.count <= 64 * 1024 else { return } // it arrives in a SOAP reply, which libupnp caps
+        let text = String(decoding: data, as: UTF8.self)
+        let types = ProtocolInfo.mimeTypes(text)
+        let accepts = MediaAcceptance.mimeTypes(types)
+        for type in types.prefix(8) + ["video/mp4", "audio/mpeg"] {
+            _ = accepts.accepts(mimeType: type)
+            _ = accepts.spelling(of: type)
+        }
+    }
+
+    /// `Range` and `TimeSeekRange.dlna.org` / `?t=`; the first 8 bytes are the body's size.
+    static let ranges = FuzzTarget(name: "ranges", summary: "Range, TimeSeekRange.dlna.org and ?t= headers") { data in
+        var size: UInt64 = 0
+        for byte in data.prefix(8) { size = size << 8 | UInt64(byte) }
+        let header = String(decoding: data.dropFirst(8), as: UTF8.self)
+        if case .part(let start, let end) = ByteRangeRequest.parse(header, size: size) {
+            require(start <= end && end < size, "a range outside the body: \(start)-\(end) of \(size)")
+        }
+        let duration = size == 0 ? nil : Double(size % 100_000)
+        if case .from(let seconds) = TimeSeekRequest.parse(query: header, header: nil, duration: duration) {
+            require(seconds.isFinite && seconds > 0 && seconds <= NetworkNumber.maxSeconds, "a start out of range: \(seconds)")
+        }
+        if case .from(let seconds) = TimeSeekRequest.parse(query: nil, header: header, duration: duration) {
+            require(seconds.isFinite && seconds > 0, "a start out of range: \(seconds)")
+        }
+    }
+
+    /// What route reads of SSDP packets: USN, LOCATION against the sender, and track URIs against ours.
+    static let ssdp = FuzzTarget(name: "ssdp", summary: "SSDP fields (USN, LOCATION against the sender) and track URIs") { data in
+        let fields = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        let usn = fields.first ?? "", location = fields.count > 1 ? fields[1] : "", sender = fields.count > 2 ? fields[2] : ""
+        _ = SSDPReply.udn(fromUSN: usn)
+        if SSDPReply.isOwnLocation(location, sender: sender) {
+            require(URL(string: location)?.host == sender, "a location on another host was taken: \(location) from \(sender)")
+        }
+        _ = TrackURI.isSame(location, as: "http://10.0.0.1:4000/m/0123456789abcdef0123456789abcdef/media.mp3")
+        let device = MediaDevice(id: usn, name: usn, kind: .tv, protocolName: "upnp", address: location, capabilities: .audio,
+                                 volumeControl: .none, accepts: .anything)
+        _ = DeviceMatcher.matchesAddress(sender, of: device)
+    }
+
+    /// Text shown on a terminal: what DisplayText lets through.
+    static let text = FuzzTarget(name: "text", summary: "names and lines shown on a terminal (DisplayText, NetworkNumber)") { data in
+        let text = String(decoding: data, as: UTF8.self)
+        for cleaned in [DisplayText.clean(text), DisplayText.line(text)] {
+            require(!cleaned.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }, "a control character got through")
+        }
+        require(DisplayText.clean(text).unicodeScalars.count <= DisplayText.nameLimit + 1, "a name over the limit")
+        _ = NetworkNumber.clock(text)
+        _ = NetworkNumber.double(text, in: 0...100)
+        _ = NetworkNumber.int(text, in: 0...8192)
+    }
+}
