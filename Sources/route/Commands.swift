@@ -59,8 +59,10 @@ enum RouteCommandLine {
           ROUTE_PROVIDERS     providers to run, e.g. `local` (same as --providers)
           ROUTE_AUDIO_SINK    GStreamer sink for "This computer" audio, e.g. `fakesink sync=true`
           ROUTE_VIDEO_SINK    the same for video
-          ROUTE_RUNTIME_DIR   where running casts put their control sockets
+          ROUTE_RUNTIME_DIR   where running casts put their control sockets (yours, mode 0700)
           ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
+          ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
+          ROUTE_DEBUG         upnp: trace SSDP, SOAP and GENA traffic on stderr
 
         \(ExitCode.documentation)
 
