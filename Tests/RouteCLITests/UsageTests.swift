@@ -1,6 +1,7 @@
 // UsageTests: the `route` executable's help, usage errors (exit 2), `probe` and `devices`, run as a subprocess.
 
 import Foundation
+import RouteTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct UsageTests {
@@ -76,6 +77,7 @@ import Testing
             #expect(result.stderrLines.count == 1, "\(result)")
             #expect(result.stderr.contains("--bogus"))
             #expect(result.stderr.contains("route cast --help"))
+            #expect(!result.stderr.contains("route cast: route cast"), "the command is named once: \(result.stderr)")
         }
     }
 
@@ -135,6 +137,35 @@ import Testing
             #expect(streams.first?["kind"] as? String == "audio")
             #expect(streams.first?["channels"] as? Int == 2)
             #expect(streams.first?["sampleRate"] as? Int == 44100)
+        }
+    }
+
+    /// Cover art is described (type and size), not embedded: a large picture made pages of base64.
+    @Test func probeJSONDescribesTheCoverArt() async throws {
+        try await inSandbox { sandbox in
+            let mp3 = sandbox.root + "/plain.mp3", tagged = sandbox.root + "/with cover.mp3", png = sandbox.root + "/cover.png"
+            try await offThePool {
+                try gstLaunch("audiotestsrc num-buffers=20 ! audioconvert ! lamemp3enc ! filesink location=\(q(mp3))")
+                try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=200,height=200 ! videoconvert ! pngenc ! filesink location=\(q(png))")
+            }
+            // An ID3v2.3 tag with one APIC frame holding the picture.
+            let picture = try Data(contentsOf: URL(fileURLWithPath: png))
+            var frame = Data("image/png".utf8)
+            frame.insert(0, at: 0)
+            frame += Data([0, 3, 0]) + picture
+            var apic = Data("APIC".utf8)
+            apic += withUnsafeBytes(of: UInt32(frame.count).bigEndian) { Data($0) } + Data([0, 0]) + frame
+            let size = apic.count
+            var tag = Data("ID3".utf8) + Data([3, 0, 0])
+            tag += Data([UInt8((size >> 21) & 0x7F), UInt8((size >> 14) & 0x7F), UInt8((size >> 7) & 0x7F), UInt8(size & 0x7F)])
+            try (tag + apic + (try Data(contentsOf: URL(fileURLWithPath: mp3)))).write(to: URL(fileURLWithPath: tagged))
+            let result = try await sandbox.run(["probe", "--json", tagged])
+            #expect(result.status == 0, "\(result)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let art = try #require(object["coverArt"] as? [String: Any], "\(result.stdout)")
+            #expect(art["bytes"] as? Int == picture.count)
+            #expect(art["mimeType"] as? String == "image/png")
+            #expect(result.stdout.count < picture.count, "the picture is not in the output")
         }
     }
 

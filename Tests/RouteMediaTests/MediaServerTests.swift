@@ -242,12 +242,8 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
 
     /// Every request whose client hangs up used to leave a socket in CLOSE-WAIT for ever (libsoup 3.2).
     @Test func requestsLeaveNoDescriptorsBehind() async throws {
-        let samples = try await Samples.get()
-        let info = try await probe(samples.wav)
-        let server = try MediaServer()
+        let (server, _, url, port) = try await servedWAV()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
-        let port = try #require(URL(string: url)?.port)
         for index in 0..<300 { _ = try await offThePool { try rawGET(port: port, path: index % 3 == 0 ? URL(string: url)!.path : "/x") } }
         // The server's side of every connection is gone: none left open, none in CLOSE-WAIT.
         try await waitUntil("the server closed every connection", within: 5) { serverConnections(port: port) == 0 }
@@ -258,12 +254,8 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
     /// One address gets at most `ConnectionLimits.perClient` connections, and idle ones are closed; other
     /// clients are served meanwhile.
     @Test func idleConnectionsAreBoundedPerClientAndClosed() async throws {
-        let samples = try await Samples.get()
-        let info = try await probe(samples.wav)
-        let server = try MediaServer()
+        let (server, _, url, port) = try await servedWAV()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
-        let port = try #require(URL(string: url)?.port)
         let idle = try (0..<(ConnectionLimits.perClient + 4)).map { _ in try IdleClient(port: port, from: "127.0.0.1") }
         try await waitUntil("the extra connections are refused", within: 3) { idle.filter(\.isClosed).count == 4 }
         #expect(try await curl(url, ["--interface", "127.0.0.2"]).status == 200, "another client is served")
@@ -279,11 +271,8 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
     }
 
     @Test func rangesFollowTheSpec() async throws {
-        let samples = try await Samples.get()
-        let info = try await probe(samples.wav)
-        let server = try MediaServer()
+        let (server, info, url, _) = try await servedWAV()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
         let size = Int(info.size)
         let clamped = try await curl(url, ["-H", "Range: bytes=100-99999999"])
         #expect(clamped.status == 206 && clamped.body.count == size - 100)
@@ -339,6 +328,15 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         }
         #expect(TimeSeekRequest.parse(query: nil, header: "bytes=0-", duration: 60) == .start)
     }
+}
+
+/// A new server offering the 2 s sample WAV as it is: the server (the caller closes it), the probe, the
+/// URL and the port.
+private func servedWAV() async throws -> (MediaServer, MediaInfo, String, Int) {
+    let info = try await probe(try await Samples.get().wav)
+    let server = try MediaServer()
+    let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+    return (server, info, url, URL(string: url)?.port ?? 0)
 }
 
 /// TCP connections whose local end is `port` (the server's side), from the kernel's table: established,
