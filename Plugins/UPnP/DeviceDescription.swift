@@ -51,11 +51,18 @@ package struct DeviceDescription: Sendable, Hashable {
         }
     }
 
-    /// Reads a description fetched from `location` (relative URLs resolve against URLBase or it). Every
-    /// service URL must be on the description's own host: a description must not make route send requests
-    /// to another machine, or to this one's loopback services.
+    /// Reads the root device of a description fetched from `location` (see `parseAll`).
     package static func parse(_ root: XMLNode, location: String) throws(Problem) -> DeviceDescription {
-        guard let device = root.child("device") else { throw .missing(location, "<device> element") }
+        try parseAll(root, location: location)[0]
+    }
+
+    /// Reads every device of a description fetched from `location`: the root device first, then the ones
+    /// embedded in it (a Sonos-style root holding a MediaRenderer and a MediaServer), each with its own
+    /// UDN, services and icons — the tree is walked with a stack, not recursion. Relative URLs resolve
+    /// against URLBase or the location. Every service URL must be on the description's own host: a
+    /// description must not make route send requests to another machine, or to this one's loopback.
+    package static func parseAll(_ root: XMLNode, location: String) throws(Problem) -> [DeviceDescription] {
+        guard let top = root.child("device") else { throw .missing(location, "<device> element") }
         let locationURL = URL(string: location)
         let base = root.value("URLBase").flatMap { URL(string: $0) } ?? locationURL
         func absolute(_ path: String?, what: String, required: Bool) throws(Problem) -> String {
@@ -67,31 +74,46 @@ package struct DeviceDescription: Sendable, Hashable {
             }
             return url.absoluteString
         }
-        guard let udn = device.value("UDN"), !udn.isEmpty else { throw .missing(location, "UDN") }
-        var services: [ServiceInfo] = []
-        for s in device.all("service") {
-            services.append(ServiceInfo(
-                serviceType: s.value("serviceType") ?? "", serviceID: s.value("serviceId") ?? "",
-                controlURL: try absolute(s.value("controlURL"), what: "control requests", required: true),
-                eventURL: try absolute(s.value("eventSubURL"), what: "event subscriptions", required: true),
-                scpdURL: try absolute(s.value("SCPDURL"), what: "service description requests", required: true)))
+        func describe(_ device: XMLNode) throws(Problem) -> DeviceDescription? {
+            guard let udn = device.value("UDN"), !udn.isEmpty else { return nil }
+            var services: [ServiceInfo] = []
+            for s in device.child("serviceList")?.children ?? [] where s.name == "service" {
+                services.append(ServiceInfo(
+                    serviceType: s.value("serviceType") ?? "", serviceID: s.value("serviceId") ?? "",
+                    controlURL: try absolute(s.value("controlURL"), what: "control requests", required: true),
+                    eventURL: try absolute(s.value("eventSubURL"), what: "event subscriptions", required: true),
+                    scpdURL: try absolute(s.value("SCPDURL"), what: "service description requests", required: true)))
+            }
+            var icons: [IconInfo] = []
+            for i in device.child("iconList")?.children ?? [] where i.name == "icon" {
+                let url = try absolute(i.value("url"), what: "icon", required: false)
+                guard !url.isEmpty else { continue }
+                icons.append(IconInfo(mimeType: i.value("mimetype") ?? "", width: NetworkNumber.int(i.value("width"), in: 0...8192) ?? 0,
+                                      height: NetworkNumber.int(i.value("height"), in: 0...8192) ?? 0, url: url))
+            }
+            let name = device.value("friendlyName").map { DisplayText.clean($0) }.flatMap { $0.isEmpty ? nil : $0 }
+                ?? device.value("modelName").map { DisplayText.clean($0) } ?? DisplayText.clean(udn)
+            return DeviceDescription(location: location, udn: DisplayText.clean(udn), deviceType: device.value("deviceType") ?? "",
+                                     friendlyName: name, manufacturer: DisplayText.clean(device.value("manufacturer") ?? ""),
+                                     modelName: DisplayText.clean(device.value("modelName") ?? ""), services: services, icons: icons)
         }
-        var icons: [IconInfo] = []
-        for i in device.all("icon") {
-            let url = try absolute(i.value("url"), what: "icon", required: false)
-            guard !url.isEmpty else { continue }
-            icons.append(IconInfo(mimeType: i.value("mimetype") ?? "", width: NetworkNumber.int(i.value("width"), in: 0...8192) ?? 0,
-                                  height: NetworkNumber.int(i.value("height"), in: 0...8192) ?? 0, url: url))
+        guard let first = try describe(top) else { throw .missing(location, "UDN") }
+        var found = [first]
+        var pending = top.child("deviceList")?.children.filter { $0.name == "device" } ?? []
+        while !pending.isEmpty {
+            let device = pending.removeFirst()
+            if let described = try describe(device) { found.append(described) }
+            pending.append(contentsOf: device.child("deviceList")?.children.filter { $0.name == "device" } ?? [])
         }
-        let name = device.value("friendlyName").map { DisplayText.clean($0) }.flatMap { $0.isEmpty ? nil : $0 }
-            ?? device.value("modelName").map { DisplayText.clean($0) } ?? DisplayText.clean(udn)
-        return DeviceDescription(location: location, udn: DisplayText.clean(udn), deviceType: device.value("deviceType") ?? "",
-                                 friendlyName: name, manufacturer: DisplayText.clean(device.value("manufacturer") ?? ""),
-                                 modelName: DisplayText.clean(device.value("modelName") ?? ""), services: services, icons: icons)
+        return found
     }
 
-    /// The device as the router sees it; `sink` is GetProtocolInfo's Sink (may be empty if unknown).
-    package func mediaDevice(sink: String) -> MediaDevice {
+    /// Whether this device is a media renderer (any version).
+    package var isRenderer: Bool { deviceType.contains(":device:MediaRenderer:") }
+
+    /// The route to this renderer; `sink` is GetProtocolInfo's Sink (may be empty if unknown), `mac` the
+    /// hardware address the neighbour table gives for its host, when known.
+    package func route(sink: String, mac: String?) -> MediaRoute {
         let types = ProtocolInfo.mimeTypes(sink)
         var capabilities: MediaDevice.Capabilities = []
         if types.contains(where: { $0.hasPrefix("audio/") }) { capabilities.insert(.audio) }
@@ -100,11 +122,11 @@ package struct DeviceDescription: Sendable, Hashable {
         if types.isEmpty { capabilities = .audio }
         let kind: MediaDevice.Kind = capabilities.contains(.video) ? .tv : .speaker
         // Identity only: an address is shared by every renderer on one host, so it never merges devices.
-        let ids: Set<String> = [udn]
-        return MediaDevice(id: udn, name: friendlyName, kind: kind, protocolName: "upnp", address: location,
-                           capabilities: capabilities, volumeControl: service("RenderingControl") == nil ? .none : .absolute,
-                           accepts: types.isEmpty ? .mimeTypes(["audio/mpeg"]) : .mimeTypes(types),
-                           deduplicationIDs: ids)
+        var ids: Set<String> = [udn]
+        if let mac { ids.insert("mac:" + mac) }
+        return MediaRoute(provider: "upnp", nativeID: udn, name: friendlyName, kind: kind, address: location,
+                          capabilities: capabilities, volumeControl: service("RenderingControl") == nil ? .none : .absolute,
+                          accepts: types.isEmpty ? .mimeTypes(["audio/mpeg"]) : .mimeTypes(types), deduplicationIDs: ids)
     }
 }
 

@@ -7,12 +7,14 @@ import RouteCore
 
 /// A RouteController for a UPnP MediaRenderer.
 ///
-/// Status: GENA events carry transport state and volume as they change; GetTransportInfo and
-/// GetPositionInfo are polled every second (a renderer that stops answering three polls in a row,
-/// or says byebye, ends the item as `.failed`); between polls the position advances with the clock
-/// while playing. Each call gives up after `UPnPStack.callTimeout`.
+/// Status: while `run()` runs, GENA events carry transport state and volume as they change, and
+/// GetTransportInfo and GetPositionInfo are polled every second (a renderer silent for
+/// `silenceBeforeGone`, or that says byebye, ends the item as `.failed`, device gone); between polls the
+/// position advances with the clock while playing. Each call gives up after `UPnPStack.callTimeout`.
 actor RendererController: RouteController {
-    nonisolated let device: MediaDevice
+    nonisolated let route: MediaRoute
+    private var device: MediaRoute { route }
+    private let log: RouteLog
     private let renderer: Renderer
     private let stack: UPnPStack
     private let transport: ServiceInfo
@@ -25,12 +27,18 @@ actor RendererController: RouteController {
     private var status = PlaybackStatus(state: .idle)
     private var positionAt = ContinuousClock.now
     private var subscriptions: Set<String> = []
-    private var tasks: [Task<Void, Never>] = []
+    /// Reads the SCPD (seek modes, whether it queues) once; every command that needs it waits for it.
+    private var describing: Task<Void, Never>?
     private var expectingStop = false
     private var sawPlaying = false
     /// When the renderer last answered a poll: silent for `silenceBeforeGone`, it is gone.
     private var lastAnswer = ContinuousClock.now
     private var badReplies = 0
+    /// A seek the renderer answered, until a poll shows it took it (within 3 s): sent once more if not.
+    private var pendingSeek: (target: Double, at: ContinuousClock.Instant)?
+    /// Whether the renderer has reported the URI route loaded since the load: until it has, a report of
+    /// another URI is an old one (the event a new subscription starts with), not a takeover.
+    private var sawOurURI = false
     /// Whether a NextURI of ours may be on the renderer (cleared on load, stop and close).
     private var mayHaveNext = true
     /// Counts loads: a poll answered for an earlier load must not change the status of this one.
@@ -48,35 +56,41 @@ actor RendererController: RouteController {
     static let silenceBeforeGone: Duration = .seconds(6)
     static let badRepliesBeforeGone = 5
 
-    private init(renderer: Renderer, stack: UPnPStack, transport: ServiceInfo) {
+    /// A controller for `renderer`; nothing is sent to it until a command or `run()`.
+    /// - Throws: `RouteError.unsupported` when the renderer has no AVTransport service.
+    init(_ renderer: Renderer, stack: UPnPStack, log: RouteLog) throws {
+        guard let transport = renderer.description.service("AVTransport") else {
+            throw RouteError.unsupported(device: renderer.route.name, what: "play media (no AVTransport service)")
+        }
         self.renderer = renderer
-        self.device = renderer.device
+        self.route = renderer.route
         self.stack = stack
+        self.log = log
         self.transport = transport
         self.rendering = renderer.description.service("RenderingControl")
     }
 
-    /// Opens a controller: reads the seek modes, subscribes to events, starts polling.
-    static func open(_ renderer: Renderer, stack: UPnPStack) async throws -> RendererController {
-        guard let transport = renderer.description.service("AVTransport") else {
-            throw RouteError.unsupported(device: renderer.device.name, what: "play media (no AVTransport service)")
-        }
-        let controller = RendererController(renderer: renderer, stack: stack, transport: transport)
-        await controller.start()
-        return controller
+    /// Reads the SCPD once: the seek modes, and whether the renderer queues a next item.
+    private func describe() async {
+        if let describing { return await describing.value }
+        let reading = Task { await self.readSCPD() }
+        describing = reading
+        await reading.value
     }
 
-    private func start() async {
+    private func readSCPD() async {
         if let root = try? await stack.fetchDocument(transport.scpdURL) {
             let modes = root.all("stateVariable").first { $0.value("name") == "A_ARG_TYPE_SeekMode" }?
                 .all("allowedValue").map { $0.text.trimmingCharacters(in: .whitespacesAndNewlines) } ?? []
             if !modes.contains("REL_TIME"), modes.contains("ABS_TIME") { seekUnit = "ABS_TIME" }
             canQueueNext = root.all("action").contains { $0.value("name") == "SetNextAVTransportURI" }
         }
+    }
+
+    /// Subscribes to the renderer's events and polls it, until cancelled (then unsubscribes).
+    func run() async throws {
+        await describe()
         let events = stack.events.subscribe()
-        tasks.append(Task { [weak self] in
-            for await event in events { await self?.handle(event) }
-        })
         for service in [transport, rendering].compactMap({ $0 }) where !service.eventURL.isEmpty {
             if let sid = try? await stack.subscribe(service.eventURL) { subscriptions.insert(sid) }
         }
@@ -84,15 +98,22 @@ actor RendererController: RouteController {
            let volume = NetworkNumber.double(reply["CurrentVolume"], in: 0...100) {
             status.volume = volume / 100
         }
-        tasks.append(Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: Self.pollInterval / 2)
-                await self?.tick(poll: false)
-                try? await Task.sleep(for: Self.pollInterval / 2)
-                await self?.tick(poll: true)
-            }
-        })
         publish()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await event in events { await self.handle(event) } }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.pollInterval / 2)
+                    await self.tick(poll: false)
+                    try? await Task.sleep(for: Self.pollInterval / 2)
+                    await self.tick(poll: true)
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        if !gone { for sid in subscriptions { await stack.unsubscribe(sid) } }
+        subscriptions.removeAll()
     }
 
     nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
@@ -104,11 +125,13 @@ actor RendererController: RouteController {
         nextItem = nil
         positionAt = .now
         sawPlaying = false
+        sawOurURI = false
         expectingStop = false
         lastAnswer = .now
         publish()
         // A NextURI left by an earlier cast (one that was killed, say) points at a server that is gone: the
         // renderer would jump there at the end of this item.
+        await describe()
         await clearNext()
         try await command("load", "SetAVTransportURI", on: transport, [
             "InstanceID": "0", "CurrentURI": item.url, "CurrentURIMetaData": DIDLLite.metadata(for: item),
@@ -143,12 +166,19 @@ actor RendererController: RouteController {
     }
 
     func seek(to seconds: Double) async throws {
-        try await command("seek", "Seek", on: transport, [
-            "InstanceID": "0", "Unit": seekUnit, "Target": DIDLLite.durationString(seconds).components(separatedBy: ".")[0],
-        ])
+        await describe()
+        try await sendSeek(seconds)
+        // Some renderers (gmediarender just after a Play) answer a seek and drop it: the next polls check.
+        pendingSeek = (seconds, .now)
         status.position = seconds
         positionAt = .now
         publish()
+    }
+
+    private func sendSeek(_ seconds: Double) async throws {
+        try await command("seek", "Seek", on: transport, [
+            "InstanceID": "0", "Unit": seekUnit, "Target": DIDLLite.durationString(seconds).components(separatedBy: ".")[0],
+        ])
     }
 
     func stop() async throws {
@@ -179,6 +209,7 @@ actor RendererController: RouteController {
     }
 
     func setNext(_ item: MediaItem) async throws -> Bool {
+        await describe()
         guard canQueueNext else { return false }
         try await command("queue the next item", "SetNextAVTransportURI", on: transport, [
             "InstanceID": "0", "NextURI": item.url, "NextURIMetaData": DIDLLite.metadata(for: item),
@@ -198,11 +229,8 @@ actor RendererController: RouteController {
     func close() async {
         guard !closed else { return }
         closed = true
-        for task in tasks { task.cancel() }
         // Nothing of ours may stay queued on the renderer once the server that serves it is gone.
         await clearNext()
-        if !gone { for sid in subscriptions { await stack.unsubscribe(sid) } }
-        subscriptions.removeAll()
         updates.finish()
     }
 
@@ -213,15 +241,23 @@ actor RendererController: RouteController {
         case .event(let sid, let variables) where subscriptions.contains(sid):
             guard let lastChange = variables["LastChange"] else { return }
             let changes = LastChange.parse(lastChange)
-            if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] { follow(uri) }
+            // Events only move the status on to a queued item: libupnp may deliver them out of order (the
+            // state a subscription starts with can come after a newer one), so only polls tell a takeover.
+            if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
+                if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
+                    advance(to: next)
+                } else if let loaded = status.itemURL, TrackURI.isSame(uri, as: loaded) {
+                    sawOurURI = true
+                }
+            }
             if let state = changes["TransportState"] { applyTransportState(state) }
             if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
             if let duration = NetworkNumber.clock(changes["CurrentTrackDuration"]), duration > 0 { status.duration = duration }
             publish()
-        case .byebye(let udn) where udn == renderer.description.udn:
+        case .byebye(let udn, _) where udn == renderer.description.udn:
             gone = true
-            fail("\(device.name) left the network (it sent ssdp:byebye)")
+            fail("\(device.name) left the network (it sent ssdp:byebye)", because: .deviceGone)
         case .subscriptionLost(let sid) where subscriptions.contains(sid):
             subscriptions.remove(sid)
         default:
@@ -243,6 +279,14 @@ actor RendererController: RouteController {
                     let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
                     guard generation == asked else { return }
                     if let uri = position["TrackURI"] { follow(uri) }
+                    if let rel = NetworkNumber.clock(position["RelTime"]), let (target, at) = pendingSeek {
+                        pendingSeek = nil
+                        if abs(rel - target) > 3, ContinuousClock.now - at < .seconds(3) {
+                            log(.debug, "the renderer is at \(rel) s after a seek to \(target) s: seeking again")
+                            try? await sendSeek(target)
+                            return
+                        }
+                    }
                     if let rel = NetworkNumber.clock(position["RelTime"]), rel > 0 || status.state != .playing || status.position < 1 {
                         status.position = rel
                         positionAt = .now
@@ -254,7 +298,7 @@ actor RendererController: RouteController {
             } catch let error as UPnPError where error.isUnreachable {
                 if ContinuousClock.now - lastAnswer >= Self.silenceBeforeGone, status.state != .stopped {
                     gone = true
-                    fail("\(device.name) stopped answering (\(error))")
+                    fail("\(device.name) stopped answering (\(error))", because: .deviceGone)
                 }
                 return
             } catch {
@@ -275,8 +319,10 @@ actor RendererController: RouteController {
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED", !status.isFinal else { return }
         if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
             advance(to: next)
-        } else if let loaded = status.itemURL, !TrackURI.isSame(uri, as: loaded), sawPlaying || status.state != .loading {
-            fail("\(device.name) is now playing something route did not send (another controller took over)")
+        } else if let loaded = status.itemURL, TrackURI.isSame(uri, as: loaded) {
+            sawOurURI = true
+        } else if status.itemURL != nil, sawOurURI {
+            fail("\(device.name) is now playing something route did not send (another controller took over)", because: .replaced)
         }
     }
 
@@ -333,9 +379,9 @@ actor RendererController: RouteController {
         updates.send(snapshot)
     }
 
-    private func fail(_ reason: String) {
+    private func fail(_ reason: String, because why: PlaybackStatus.EndReason = .deviceError) {
         guard !status.isFinal else { return }
-        status.state = .failed
+        status.end(.failed, because: why)
         status.error = reason
         publish()
     }

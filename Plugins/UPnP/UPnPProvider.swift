@@ -1,36 +1,30 @@
-// UPnPProvider: DLNA MediaRenderers as route devices — found by SSDP search and advertisements,
-// described, asked what they accept, and dropped on byebye, expiry, or when they stop answering.
+// UPnPProvider: DLNA MediaRenderers as routes — found through the shared SSDP service, described (embedded
+// renderers too, each its own route), asked what they accept, and dropped on byebye, expiry, or silence.
 
 import Foundation
 import RouteCore
 import Synchronization
 
-/// The UPnP/DLNA provider. Discovery runs while `discover()` is iterated.
+/// The UPnP/DLNA provider.
 public struct UPnPProvider: RouteProvider {
     public let name = "upnp"
 
     /// Makes the provider; libupnp starts on first use (`ROUTE_UPNP_INTERFACE` picks the interface).
     public init() {}
 
-    public func discover() -> AsyncStream<[MediaDevice]> {
-        AsyncStream { continuation in
-            let task = Task {
-                do {
-                    try await RendererDiscovery(stack: try UPnPStack.shared()).run { continuation.yield($0) }
-                } catch is CancellationError {
-                } catch {
-                    FileHandle.standardError.write(Data("route: UPnP discovery stopped: \(error)\n".utf8))
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+    /// Follows the shared SSDP service's MediaRenderer replies and announcements until cancelled.
+    /// - Throws: when SSDP is not among the context's services, or libupnp cannot start.
+    public func run(_ context: ProviderContext) async throws {
+        guard let ssdp = context.discovery.ssdp else { throw RouteError.unsupported(device: "UPnP", what: "run without SSDP") }
+        let stack = try UPnPStack.shared(log: context.log)
+        try await RendererDiscovery(stack: stack, log: context.log).run(ssdp.subscribe(targets: [RendererDiscovery.searchTarget]),
+                                                                       publish: context.publish)
     }
 
     /// A description URL is fetched directly; `host:port` tries the usual description paths.
     /// Returns nil for addresses that are no UPnP renderer's.
-    public func device(at address: String) async throws -> MediaDevice? {
-        let stack = try UPnPStack.shared()
+    public func route(at address: String, context: ProviderContext) async throws -> MediaRoute? {
+        let stack = try UPnPStack.shared(log: context.log)
         let candidates: [String]
         if address.hasPrefix("http://") {
             candidates = [address]
@@ -43,7 +37,10 @@ public struct UPnPProvider: RouteProvider {
         var lastError: (any Error)?
         for location in candidates {
             do {
-                return try await Renderer.describe(location, stack: stack).device
+                guard let first = try await Renderer.describeAll(location, stack: stack).first else {
+                    throw DeviceDescription.Problem.missing(location, "MediaRenderer device (not a media renderer)")
+                }
+                return first.route
             } catch let error as DocumentProblem where error.status != nil && candidates.count > 1 {
                 // Not at this path (404): try the next usual one.
                 lastError = error
@@ -61,66 +58,76 @@ public struct UPnPProvider: RouteProvider {
         return nil
     }
 
-    public func controller(for device: MediaDevice) async throws -> any RouteController {
-        let stack = try UPnPStack.shared()
-        guard let location = device.address else {
-            throw RouteError.deviceUnreachable(device: device.name, reason: "no description URL")
+    public func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
+        let stack = try UPnPStack.shared(log: context.log)
+        guard let location = route.address else {
+            throw RouteError.deviceUnreachable(device: route.name, reason: "no description URL")
         }
         let renderer: Renderer
         do {
-            renderer = try await Renderer.describe(location, stack: stack)
+            let all = try await Renderer.describeAll(location, stack: stack)
+            guard let found = all.first(where: { $0.description.udn == route.nativeID }) ?? all.first else {
+                throw DeviceDescription.Problem.missing(location, "MediaRenderer device (not a media renderer)")
+            }
+            renderer = found
         } catch let error as UPnPError where error.isUnreachable {
-            throw RouteError.deviceUnreachable(device: device.name, reason: UPnPError.explain(error.code))
+            throw RouteError.deviceUnreachable(device: route.name, reason: UPnPError.explain(error.code))
         } catch {
-            throw RouteError.unusableDevice(device: device.name, reason: "\(error)")
+            throw RouteError.unusableDevice(device: route.name, reason: "\(error)")
         }
-        return try await RendererController.open(renderer, stack: stack)
+        return try RendererController(renderer, stack: stack, log: context.log)
     }
 }
 
-/// A described renderer: its description, and the device built from it and its protocol info.
+/// A described renderer: its part of the description, and the route built from it and its protocol info.
 struct Renderer: Sendable {
     var description: DeviceDescription
-    var device: MediaDevice
+    var route: MediaRoute
 
     /// Descriptions fetched in the last `cacheLifetime`, by location: opening a controller right
-    /// after discovery (or `device(at:)`) does not fetch and ask again.
-    private static let cache = Mutex<[String: (renderer: Renderer, at: ContinuousClock.Instant)]>([:])
+    /// after discovery (or `route(at:)`) does not fetch and ask again.
+    private static let cache = Mutex<[String: (renderers: [Renderer], at: ContinuousClock.Instant)]>([:])
     static let cacheLifetime: Duration = .seconds(30)
 
-    /// Fetches and parses the description, then asks ConnectionManager what it accepts.
+    /// Fetches and parses the description at `location`, and asks each MediaRenderer in it (the root or
+    /// an embedded one) what it accepts: one renderer each, with its own UDN and services.
     /// - Throws: `UPnPError` when the device does not answer (in time); `DocumentProblem` or
-    ///   `DeviceDescription.Problem` when its description is unusable.
-    static func describe(_ location: String, stack: UPnPStack) async throws -> Renderer {
+    ///   `DeviceDescription.Problem` when its description is unusable or holds no renderer.
+    static func describeAll(_ location: String, stack: UPnPStack) async throws -> [Renderer] {
         if let cached = cache.withLock({ $0[location] }), ContinuousClock.now - cached.at < cacheLifetime {
-            return cached.renderer
+            return cached.renderers
         }
-        let description = try DeviceDescription.parse(try await stack.fetchDocument(location), location: location)
-        guard description.service("AVTransport") != nil else {
+        let devices = try DeviceDescription.parseAll(try await stack.fetchDocument(location), location: location)
+        var renderers: [Renderer] = []
+        let mac = URL(string: location)?.host.flatMap { NeighbourTable.mac(for: $0) }
+        for description in devices where description.isRenderer || (devices.count == 1 && description.service("AVTransport") != nil) {
+            guard description.service("AVTransport") != nil else {
+                throw DeviceDescription.Problem.missing(location, "AVTransport service (not a media renderer)")
+            }
+            var sink = ""
+            if let manager = description.service("ConnectionManager") {
+                do {
+                    sink = try await stack.sendAction("GetProtocolInfo", service: manager, arguments: [:])["Sink"] ?? ""
+                } catch let error as UPnPError where error.isUnreachable {
+                    throw error
+                } catch {
+                    // A renderer that cannot say what it takes still plays MP3: route(sink:) assumes so.
+                }
+            }
+            renderers.append(Renderer(description: description, route: description.route(sink: sink, mac: mac)))
+        }
+        guard !renderers.isEmpty else {
             throw DeviceDescription.Problem.missing(location, "AVTransport service (not a media renderer)")
         }
-        var sink = ""
-        if let manager = description.service("ConnectionManager") {
-            do {
-                sink = try await stack.sendAction("GetProtocolInfo", service: manager, arguments: [:])["Sink"] ?? ""
-            } catch let error as UPnPError where error.isUnreachable {
-                throw error
-            } catch {
-                // A renderer that cannot say what it takes still plays MP3: mediaDevice assumes so.
-            }
-        }
-        let renderer = Renderer(description: description, device: description.mediaDevice(sink: sink))
-        cache.withLock { $0[location] = (renderer, .now) }
-        return renderer
+        cache.withLock { $0[location] = (renderers, .now) }
+        return renderers
     }
 }
 
-/// Keeps the renderer list: SSDP replies and alive/byebye notifications, expiry by max-age, and a
-/// re-search every `researchInterval` after which a device that did not answer is checked and dropped
-/// if its description cannot be fetched.
+/// Keeps the renderer list from SSDP events (search replies, alive and byebye), with expiry by max-age,
+/// and after each search period drops a renderer that did not answer and no longer serves its description.
 actor RendererDiscovery {
     static let searchTarget = "urn:schemas-upnp-org:device:MediaRenderer:1"
-    static let researchInterval: Duration = .seconds(10)
 
     private struct Entry {
         var renderer: Renderer?
@@ -129,6 +136,7 @@ actor RendererDiscovery {
     }
 
     private let stack: UPnPStack
+    private let log: RouteLog
     private var entries: [String: Entry] = [:]
     /// When each device last said byebye: a search reply can arrive late (after the random MX
     /// delay) from a device that is shutting down, and must not bring it back.
@@ -138,27 +146,26 @@ actor RendererDiscovery {
     private var rejected: [String: ContinuousClock.Instant] = [:]
     static let rejectionBackoff: Duration = .seconds(60)
     static let farewellQuarantine: Duration = .seconds(3)
-    private var publish: (@Sendable ([MediaDevice]) -> Void)?
+    private var publish: (@Sendable ([MediaRoute]) -> Void)?
 
-    init(stack: UPnPStack) {
+    init(stack: UPnPStack, log: RouteLog) {
         self.stack = stack
+        self.log = log
     }
 
     /// Runs until cancelled, calling `publish` with the full list after every change.
-    func run(_ publish: @escaping @Sendable ([MediaDevice]) -> Void) async throws {
+    func run(_ events: AsyncStream<SSDPEvent>, publish: @escaping @Sendable ([MediaRoute]) -> Void) async throws {
         self.publish = publish
         publish([])
-        let events = stack.events.subscribe()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await event in events { await self.handle(event) }
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    let searchedAt = ContinuousClock.now
-                    try? self.stack.search(Self.searchTarget)
-                    try await Task.sleep(for: Self.researchInterval)
-                    await self.expire(notSeenSince: searchedAt)
+                    let period = ContinuousClock.now
+                    try await Task.sleep(for: SSDPService.researchInterval)
+                    await self.expire(notSeenSince: period)
                 }
             }
             try await group.next()
@@ -166,41 +173,44 @@ actor RendererDiscovery {
         }
     }
 
-    private func handle(_ event: UPnPEvent) async {
-        switch event {
-        case .alive(let udn, let deviceType, let location, let maxAge, let announced, let sender):
+    private func handle(_ event: SSDPEvent) async {
+        switch event.kind {
+        case .alive:
             let now = ContinuousClock.now
-            if !announced, let farewell = farewells[udn], now - farewell < Self.farewellQuarantine { return }
-            let expires = now + .seconds(max(maxAge, 30))
-            if var entry = entries[udn] {
+            if !event.announced, let farewell = farewells[event.udn], now - farewell < Self.farewellQuarantine { return }
+            let expires = now + .seconds(max(event.maxAge, 30))
+            if var entry = entries[event.udn] {
                 entry.expires = max(entry.expires, expires)
                 entry.lastSeen = now
-                entries[udn] = entry
+                entries[event.udn] = entry
                 return
             }
-            guard deviceType.contains(":device:MediaRenderer:") else { return }
-            if let rejectedAt = rejected[location], now - rejectedAt < Self.rejectionBackoff { return }
+            guard event.target.contains(":device:MediaRenderer:") else { return }
+            if let rejectedAt = rejected[event.location], now - rejectedAt < Self.rejectionBackoff { return }
             // A device describes itself: a reply that points anywhere but at its own address (at this
             // machine's loopback services, say) is not fetched.
-            guard SSDPReply.isOwnLocation(location, sender: sender) else {
-                reject(location, "it came from \(sender.isEmpty ? "an unknown address" : sender) but points elsewhere")
+            guard SSDPReply.isOwnLocation(event.location, sender: event.sender) else {
+                reject(event.location, "it came from \(event.sender.isEmpty ? "an unknown address" : event.sender) but points elsewhere")
                 return
             }
-            entries[udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
+            entries[event.udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
             // Described off the event loop: one slow renderer must not hold up every other event.
-            Task { await self.describe(udn: udn, location: location) }
-        case .byebye(let udn):
-            farewells[udn] = .now
-            if entries.removeValue(forKey: udn) != nil { changed() }
-        case .event, .subscriptionLost:
-            break
+            Task { await self.describe(udn: event.udn, location: event.location) }
+        case .byebye:
+            farewells[event.udn] = .now
+            if entries.removeValue(forKey: event.udn) != nil { changed() }
         }
     }
 
     private func describe(udn: String, location: String) async {
         do {
-            let renderer = try await Renderer.describe(location, stack: stack)
+            let renderers = try await Renderer.describeAll(location, stack: stack)
             guard entries[udn] != nil else { return }
+            // The renderer this UDN names: the root, or one embedded in it (its location is the root's).
+            guard let renderer = renderers.first(where: { $0.description.udn == udn }) else {
+                entries[udn] = nil
+                return
+            }
             entries[udn]?.renderer = renderer
             rejected[location] = nil
             changed()
@@ -213,11 +223,9 @@ actor RendererDiscovery {
     /// Ignores a location for `rejectionBackoff`, saying why once.
     private func reject(_ location: String, _ reason: String) {
         if rejected.updateValue(.now, forKey: location) == nil {
-            let line = "route: ignoring the renderer at \(location): \(reason)"
-            FileHandle.standardError.write(Data((DisplayText.clean(line, limit: DisplayText.messageLimit) + "\n").utf8))
+            log(.notice, "ignoring the renderer at \(location): \(reason)")
         }
     }
-
 
     /// Drops expired entries, and those that missed the last search and no longer serve their description.
     private func expire(notSeenSince searchedAt: ContinuousClock.Instant) async {
@@ -234,8 +242,7 @@ actor RendererDiscovery {
     }
 
     private func changed() {
-        let devices = entries.values.compactMap { $0.renderer?.device }.sorted { $0.name < $1.name }
-        publish?(devices)
+        publish?(entries.values.compactMap { $0.renderer?.route }.sorted { $0.name < $1.name })
     }
 }
 

@@ -55,8 +55,8 @@ enum UPnPEvent: Sendable {
     /// A search reply (`announced` false) or an ssdp:alive (true): `udn` (uuid:…), description
     /// `location`, `maxAge` seconds, and the address the packet came from (`sender`, empty if unknown).
     case alive(udn: String, deviceType: String, location: String, maxAge: Int, announced: Bool, sender: String)
-    /// An ssdp:byebye.
-    case byebye(udn: String)
+    /// An ssdp:byebye, for `deviceType` (empty for the root or the UDN itself).
+    case byebye(udn: String, deviceType: String)
     /// A GENA NOTIFY: the subscription id and the changed variables (name → value).
     case event(sid: String, variables: [String: String])
     /// A subscription libupnp could not renew, or that expired.
@@ -150,22 +150,21 @@ extension XMLNode {
 /// `events` (a Broadcast, thread-safe). Blocking calls (`sendAction`, `subscribe`) run
 /// off the cooperative pool on their own threads.
 final class UPnPStack: Sendable {
-    /// The process-wide stack, started on first use.
-    static func shared() throws -> UPnPStack {
-        try startup.withLock { state in
-            if let stack = state.stack { return stack }
-            if let error = state.error { throw error }
-            do {
-                let stack = try UPnPStack()
-                state.stack = stack
-                return stack
-            } catch {
-                state.error = error
-                throw error
-            }
+    /// The process-wide stack, started on first use; `log` (the first caller's) hears its traces.
+    /// A start that failed is tried again on the next call (the interface may have come up since).
+    static func shared(log: RouteLog) throws -> UPnPStack {
+        try startup.withLock { stack in
+            if let stack { return stack }
+            Self.logs.withLock { $0 = log }
+            let started = try UPnPStack()
+            stack = started
+            return started
         }
     }
-    private static let startup = Mutex<(stack: UPnPStack?, error: (any Error)?)>((nil, nil))
+    private static let startup = Mutex<UPnPStack?>(nil)
+    private static let logs = Mutex(RouteLog.discard)
+    /// Where traces go (`ROUTE_DEBUG=upnp`).
+    static var log: RouteLog { logs.withLock { $0 } }
 
     let handle: UpnpClient_Handle
     /// Every discovery and event callback, as Swift values.
@@ -194,14 +193,14 @@ final class UPnPStack: Sendable {
         // number of nodes and frees its trees recursively, so it must never see a large document.
         UpnpSetMaxContentLength(Self.maxMessageBytes)
         localAddress = UpnpGetServerIpAddress().map { String(cString: $0) } ?? ""
-        if Self.tracing { Self.trace("started on \(localAddress):\(UpnpGetServerPort())") }
+        Self.log(.debug, "started on \(localAddress):\(UpnpGetServerPort())")
         var handle: UpnpClient_Handle = -1
         // No cookie: libupnp passes search results the cookie of UpnpSearchAsync, other events
         // the one registered here, so the callback reaches the process-wide `callbackEvents`.
         code = UpnpRegisterClient({ type, event, _ in
             guard let event else { return 0 }
             let translated = UPnPStack.translate(type, event)
-            if UPnPStack.tracing { UPnPStack.trace("callback \(type.rawValue): \(translated.map { "\($0)" } ?? "ignored")") }
+            UPnPStack.log(.debug, "callback \(type.rawValue): \(translated.map { "\($0)" } ?? "ignored")")
             if let translated { UPnPStack.callbackEvents.send(translated) }
             return 0
         }, nil, &handle)
@@ -212,12 +211,6 @@ final class UPnPStack: Sendable {
         self.handle = handle
     }
 
-    /// Whether `ROUTE_DEBUG` includes `upnp`: then SSDP, SOAP and GENA traffic is traced on stderr.
-    static let tracing = (ProcessInfo.processInfo.environment["ROUTE_DEBUG"] ?? "").split(separator: ",").contains("upnp")
-
-    static func trace(_ line: String) {
-        FileHandle.standardError.write(Data("route[upnp]: \(line)\n".utf8))
-    }
 
     /// Copies one callback's data out of libupnp's memory (libupnp thread).
     private static func translate(_ type: Upnp_EventType, _ event: UnsafeRawPointer) -> UPnPEvent? {
@@ -232,7 +225,8 @@ final class UPnPStack: Sendable {
                           sender: numericHost(UpnpDiscovery_get_DestAddr(d)))
         case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
             let d = OpaquePointer(event)
-            return .byebye(udn: SSDPReply.udn(fromUSN: String(cString: UpnpDiscovery_get_DeviceID_cstr(d))))
+            return .byebye(udn: SSDPReply.udn(fromUSN: String(cString: UpnpDiscovery_get_DeviceID_cstr(d))),
+                           deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)))
         case UPNP_EVENT_RECEIVED:
             let e = OpaquePointer(event)
             let sid = String(cString: UpnpEvent_get_SID_cstr(e))
@@ -252,7 +246,7 @@ final class UPnPStack: Sendable {
     /// Sends an SSDP M-SEARCH for `target`; replies arrive as `.alive` events within `mx` seconds.
     func search(_ target: String, mx: Int32 = 1) throws {
         let code = UpnpSearchAsync(handle, mx, target, nil)
-        if Self.tracing { Self.trace("M-SEARCH \(target): \(code)") }
+        Self.log(.debug, "M-SEARCH \(target): \(code)")
         guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: "SSDP search failed") }
     }
 
@@ -273,7 +267,7 @@ final class UPnPStack: Sendable {
             var response: UnsafeMutablePointer<IXML_Document>?
             let code = UpnpSendAction(handle, service.controlURL, service.serviceType, nil, document, &response)
             defer { if let response { ixmlDocument_free(response) } }
-            if UPnPStack.tracing { UPnPStack.trace("\(action)(\(pairs.filter { $0.0 != "CurrentURIMetaData" }.map { "\($0.0)=\($0.1)" }.joined(separator: ", "))): \(code)") }
+            UPnPStack.log(.debug, "\(action)(\(pairs.filter { $0.0 != "CurrentURIMetaData" }.map { "\($0.0)=\($0.1)" }.joined(separator: ", "))): \(code)")
             guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: action) }
             guard let response else { return [:] }
             do {
@@ -304,7 +298,7 @@ final class UPnPStack: Sendable {
         } catch .invalidURL {
             throw DocumentProblem(url: url, problem: "is not at an http:// URL")
         }
-        if Self.tracing { Self.trace("GET \(url): \(response.status), \(response.body.count) bytes") }
+        Self.log(.debug, "GET \(url): \(response.status), \(response.body.count) bytes")
         guard response.status == 200 else { throw DocumentProblem(url: url, problem: "answers HTTP \(response.status)", status: response.status) }
         guard !response.body.isEmpty else { throw DocumentProblem(url: url, problem: "is empty") }
         do {
@@ -342,23 +336,15 @@ final class UPnPStack: Sendable {
     /// How long any one libupnp call may take before it counts as unanswered (libupnp's own limit is 30 s).
     static let callTimeout: Duration = .seconds(5)
 
-    /// Runs a blocking libupnp call on a thread of its own, so the cooperative pool never blocks, and
-    /// gives up after `timeout` (UPnPError code -1). The abandoned call finishes on its thread later;
+    /// Threads for libupnp's blocking calls: a SOAP call to a frozen renderer holds one for libupnp's own
+    /// 30 s, so there are enough for a few of those, and no more.
+    private static let threads = BlockingThreads(name: "route-upnp-call", count: 8)
+
+    /// Runs a blocking libupnp call off the cooperative pool, and gives up after `timeout` (UPnPError
+    /// code -1) or when the calling task is cancelled. An abandoned call finishes on its thread later;
     /// its result is dropped.
     static func offThread<T: Sendable>(_ what: String, timeout: Duration = callTimeout,
                                        _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let pending = Mutex<CheckedContinuation<T, any Error>?>(continuation)
-            let thread = Thread {
-                let result = Result { try body() }
-                pending.withLock { $0.take() }?.resume(with: result)
-            }
-            thread.name = "route-upnp-call"
-            thread.start()
-            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                pending.withLock { $0.take() }?.resume(throwing: UPnPError(code: -1, context: what))
-            }
-        }
+        try await threads.run(timeout: timeout, timedOut: { UPnPError(code: -1, context: what) }, body)
     }
 }

@@ -14,7 +14,10 @@ public enum DeviceMatcher {
         let q = query.lowercased()
         guard !q.isEmpty else { return nil }
         let tiers: [(DeviceMatch, (MediaDevice) -> Bool)] = [
-            (.id, { $0.id == query || $0.deduplicationIDs.contains(query) || matchesAddress(query, of: $0) }),
+            (.id, { device in
+                device.id == query || device.routes.contains { $0.id == query || $0.nativeID == query }
+                    || device.deduplicationIDs.contains(query) || matchesAddress(query, of: device)
+            }),
             (.exactName, { $0.name.lowercased() == q }),
             (.prefix, { $0.name.lowercased().hasPrefix(q) }),
             (.wordPrefix, { $0.name.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } }),
@@ -31,16 +34,19 @@ public enum DeviceMatcher {
         return (.close, scored.filter { $0.1 == best }.map(\.0))
     }
 
-    /// Whether `query` is the device's address as a person would give it: the whole address (a
-    /// description URL), its `host:port`, or its host alone.
+    /// Whether `query` is the address of one of the device's routes as a person would give it: the whole
+    /// address (a description URL), its `host:port`, or its host alone.
     public static func matchesAddress(_ query: String, of device: MediaDevice) -> Bool {
-        guard let address = device.address, !query.isEmpty else { return false }
-        if address == query { return true }
-        var rest = Substring(address)
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
-        let authority = rest.prefix { $0 != "/" }
-        let host = authority.split(separator: ":").first.map(String.init) ?? String(authority)
-        return query == String(authority) || query == host
+        guard !query.isEmpty else { return false }
+        return device.routes.contains { route in
+            guard let address = route.address else { return false }
+            if address == query { return true }
+            var rest = Substring(address)
+            if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+            let authority = rest.prefix { $0 != "/" }
+            let host = authority.split(separator: ":").first.map(String.init) ?? String(authority)
+            return query == String(authority) || query == host
+        }
     }
 
     /// The one device `query` names, or `RouteError.unknownDevice` / `.ambiguousDevice`.

@@ -1,12 +1,61 @@
-// MediaDevice: what the router knows about one player, whichever protocol found it.
+// MediaDevice: one physical player and the routes (one per provider) that reach it, and MediaAcceptance,
+// the media a route takes.
 
 import Foundation
 
-/// One player the router can cast to: a TV, a speaker, a renderer, or this computer.
+/// One way of reaching a device: what one provider found, and how it plays.
 ///
-/// A value, safe to pass anywhere. `id` is stable across runs for the same physical device
-/// (a UPnP UDN, a Cast id, or a fixed name for local output); `deduplicationIDs` let the router
-/// merge one device seen through several protocols.
+/// A value, safe to pass anywhere. `id` is unique in the process (`upnp:uuid:…`): the provider's name and
+/// its own id for the device (`nativeID`: a UPnP UDN, a Cast id, `local`), stable across runs.
+public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
+    /// `PROVIDER:NATIVEID`.
+    public var id: String
+    /// The provider's own id for it (a UPnP UDN, a Cast id).
+    public var nativeID: String
+    /// The provider that found it (`local`, `upnp`, `cast`, or a plugin's name).
+    public var provider: String
+    /// The protocol it speaks (usually the provider's name).
+    public var protocolName: String
+    /// The name this route gives the device.
+    public var name: String
+    public var kind: MediaDevice.Kind
+    /// Where it is on the network (`10.0.0.5:8009`, a description URL), or nil for local output.
+    public var address: String?
+    public var capabilities: MediaDevice.Capabilities
+    public var volumeControl: MediaDevice.VolumeControl
+    /// The media it takes, or `.anything` when it decodes whatever GStreamer can.
+    public var accepts: MediaAcceptance
+    /// The most audio channels it plays, when it says (Cast: 2); nil when unknown.
+    public var maxAudioChannels: Int?
+    /// Ids that assert the device's identity: a UPnP UDN, a Cast id, `mac:…` from the neighbour table.
+    /// Routes of different providers that share one are the same device. Never an address: two
+    /// devices can share a host.
+    public var deduplicationIDs: Set<String>
+
+    /// Makes a route; providers call this for each device they reach.
+    public init(provider: String, nativeID: String, name: String, kind: MediaDevice.Kind, protocolName: String? = nil,
+                address: String? = nil, capabilities: MediaDevice.Capabilities, volumeControl: MediaDevice.VolumeControl,
+                accepts: MediaAcceptance, maxAudioChannels: Int? = nil, deduplicationIDs: Set<String> = []) {
+        self.id = provider + ":" + nativeID
+        self.nativeID = nativeID
+        self.provider = provider
+        self.protocolName = protocolName ?? provider
+        self.name = name
+        self.kind = kind
+        self.address = address
+        self.capabilities = capabilities
+        self.volumeControl = volumeControl
+        self.accepts = accepts
+        self.maxAudioChannels = maxAudioChannels
+        self.deduplicationIDs = deduplicationIDs
+    }
+}
+
+/// One physical player a person points at: a TV, a speaker, a renderer, or this computer, with one route
+/// per provider that reaches it (a TV with Cast and a DLNA renderer has two).
+///
+/// A value, safe to pass anywhere. `id` is its preferred route's id; `routes` are in the router's provider
+/// order, preferred first, and never empty.
 public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
     /// What sort of thing the device is, for icons and sorting.
     public enum Kind: String, Sendable, Codable, CaseIterable {
@@ -24,50 +73,53 @@ public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
     }
 
     /// How the device's volume can be changed.
-    public enum VolumeControl: String, Sendable, Codable {
+    public enum VolumeControl: String, Sendable, Codable, Comparable {
         /// The volume cannot be changed from here.
         case none
         /// Only up and down steps.
         case relative
         /// A level from 0 to 1.
         case absolute
+
+        private var order: Int { self == .none ? 0 : self == .relative ? 1 : 2 }
+        public static func < (a: Self, b: Self) -> Bool { a.order < b.order }
     }
 
-    /// Stable identifier: the same device has the same id across runs.
+    /// Stable identifier: its preferred route's id.
     public var id: String
-    /// The name a person sees and types (`--to "Living Room"`).
+    /// The name a person sees and types (`--to "Living Room"`): its preferred route's.
     public var name: String
-    /// What sort of device it is.
     public var kind: Kind
-    /// The provider that speaks to it: `local`, `upnp`, `cast`, or a plugin's name.
-    public var protocolName: String
-    /// Where it is on the network (`10.0.0.5:8009`, a description URL), or nil for local output.
-    public var address: String?
-    /// Which media it can show.
-    public var capabilities: Capabilities
-    /// How its volume can be changed.
-    public var volumeControl: VolumeControl
-    /// The media it accepts, or `.anything` when it decodes whatever GStreamer can.
-    public var accepts: MediaAcceptance
-    /// Ids that name the same physical device in other protocols (UPnP UDN, Cast id, IP address).
-    public var deduplicationIDs: Set<String>
+    /// Every route to it, preferred first.
+    public var routes: [MediaRoute]
 
-    /// Makes a device description; providers call this for each device they find.
-    public init(
-        id: String, name: String, kind: Kind, protocolName: String, address: String? = nil,
-        capabilities: Capabilities, volumeControl: VolumeControl, accepts: MediaAcceptance,
-        deduplicationIDs: Set<String> = []
-    ) {
-        self.id = id
-        self.name = name
-        self.kind = kind
-        self.protocolName = protocolName
-        self.address = address
-        self.capabilities = capabilities
-        self.volumeControl = volumeControl
-        self.accepts = accepts
-        self.deduplicationIDs = deduplicationIDs
+    /// A device reached by `routes` (at least one), named after the first.
+    public init(routes: [MediaRoute]) {
+        precondition(!routes.isEmpty, "a device has at least one route")
+        self.routes = routes
+        id = routes[0].id
+        name = routes[0].name
+        kind = routes[0].kind
     }
+
+    /// The preferred route.
+    public var primary: MediaRoute { routes[0] }
+    /// The protocols that reach it, in order of preference, each once.
+    public var protocols: [String] {
+        var seen = Set<String>()
+        return routes.map(\.protocolName).filter { seen.insert($0).inserted }
+    }
+    /// The preferred route's address.
+    public var address: String? { primary.address }
+    /// What any route can show.
+    public var capabilities: Capabilities { routes.reduce([]) { $0.union($1.capabilities) } }
+    /// The best volume control any route has.
+    public var volumeControl: VolumeControl { routes.map(\.volumeControl).max() ?? .none }
+    /// Every identity its routes assert.
+    public var deduplicationIDs: Set<String> { routes.reduce(into: []) { $0.formUnion($1.deduplicationIDs) } }
+
+    /// The route of `provider`, if it reaches the device.
+    public func route(of provider: String) -> MediaRoute? { routes.first { $0.provider == provider || $0.protocolName == provider } }
 }
 
 /// The media formats a device takes, as MIME types (what DLNA's GetProtocolInfo or Cast's docs list).

@@ -1,69 +1,133 @@
-// MediaRouter: runs the providers, merges their devices into one list, and picks devices by name.
+// MediaRouter: runs the providers (each with a lifecycle: started, restarted with backoff when it fails),
+// merges their routes into physical devices by identity, and picks devices by name.
 
-/// The router: one device list from every provider, deduplicated, and a way to reach each device.
+import Foundation
+import Synchronization
+
+/// The router: one device list from every provider, each device with its routes, and a way to reach them.
 ///
-/// Call `run()` in a task to discover; cancel the task to stop. Everything else can be called
-/// from any task. A device seen by several providers (same id or a shared deduplication id)
-/// appears once, from the provider listed first.
+/// Call `run()` in a task to discover; cancel the task to stop. Everything else can be called from any
+/// task. Routes of different providers that share a deduplication id are one device; two routes of one
+/// provider never are (two renderers on one host are two devices).
 public actor MediaRouter {
     private let providers: [any RouteProvider]
-    private var snapshots: [String: [MediaDevice]] = [:]
-    private let changes = Broadcast<[MediaDevice]>(initial: [])
+    private let discovery: DiscoveryServices
+    private let log: RouteLog
+    private nonisolated let table: RouteTable
 
-    /// Makes a router over these providers, in order of preference.
-    public init(providers: [any RouteProvider]) {
+    /// The first wait before a failed provider runs again; it doubles up to `maxBackoff`.
+    public static let firstBackoff: Duration = .seconds(1)
+    public static let maxBackoff: Duration = .seconds(60)
+
+    /// Makes a router over these providers, in order of preference, sharing `discovery` among them and
+    /// logging to `log` (nothing is written anywhere else).
+    public init(providers: [any RouteProvider], discovery: DiscoveryServices = .none, log: RouteLog = .discard) {
         self.providers = providers
+        self.discovery = discovery
+        self.log = log
+        table = RouteTable(order: providers.map(\.name))
     }
 
     /// The merged device list now.
-    public var devices: [MediaDevice] { changes.latest ?? [] }
+    public nonisolated var devices: [MediaDevice] { table.devices.latest ?? [] }
 
     /// The merged list now, then again after every change.
-    public nonisolated func deviceUpdates() -> AsyncStream<[MediaDevice]> { changes.subscribe() }
+    public nonisolated func deviceUpdates() -> AsyncStream<[MediaDevice]> { table.devices.subscribe() }
 
-    /// Runs discovery on every provider until the calling task is cancelled.
+    /// Every provider's state now.
+    public nonisolated var providerStates: [ProviderStatus] { table.statuses.latest ?? [] }
+
+    /// Every provider's state now, then again after every change.
+    public nonisolated func providerUpdates() -> AsyncStream<[ProviderStatus]> { table.statuses.subscribe() }
+
+    /// The context `provider` runs in (its log, the shared discovery), for direct calls outside `run()`.
+    public nonisolated func context(for provider: any RouteProvider) -> ProviderContext {
+        ProviderContext(log: log.named(provider.name), discovery: discovery) { _ in }
+    }
+
+    /// Runs every provider until the calling task is cancelled; a provider that fails is run again
+    /// after a backoff (1 s, doubling to 60 s), its routes dropped meanwhile.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             for provider in providers {
-                group.addTask { [weak self] in
-                    for await snapshot in provider.discover() {
-                        await self?.receive(snapshot, from: provider.name)
-                    }
+                group.addTask { await self.keepRunning(provider) }
+            }
+        }
+    }
+
+    private nonisolated func keepRunning(_ provider: any RouteProvider) async {
+        var delay = Self.firstBackoff
+        var restarts = 0
+        let log = self.log.named(provider.name)
+        while !Task.isCancelled {
+            let generation = table.start(provider.name, restarts: restarts)
+            let context = ProviderContext(log: log, discovery: discovery) { [table] routes in
+                table.publish(routes, from: provider.name, generation: generation)
+            }
+            let started = ContinuousClock.now
+            do {
+                try await provider.run(context)
+                table.end(provider.name, state: .stopped, error: nil)
+                return
+            } catch {
+                if Task.isCancelled || error is CancellationError {
+                    table.end(provider.name, state: .stopped, error: nil)
+                    return
                 }
+                if ContinuousClock.now - started > Self.maxBackoff { delay = Self.firstBackoff }
+                let seconds = Double(delay.components.seconds)
+                log(.error, "\(provider.name) failed: \(error); trying again in \(Int(seconds)) s")
+                table.end(provider.name, state: .failed, error: "\(error)")
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, Self.maxBackoff)
+                restarts += 1
             }
         }
+        table.end(provider.name, state: .stopped, error: nil)
     }
 
-    private func receive(_ snapshot: [MediaDevice], from provider: String) {
-        // Whatever a provider (or a plugin) found on the network, names reach apps and terminals clean.
-        snapshots[provider] = snapshot.map { device in
-            var clean = device
-            clean.name = DisplayText.clean(device.name)
-            clean.address = device.address.map { DisplayText.clean($0, limit: DisplayText.messageLimit) }
-            return clean
+    /// Merges routes, listed in provider order, into devices: routes of different providers that share a
+    /// deduplication id are one device. An identity that more than one route of one provider asserts
+    /// identifies nothing (it merges none of them), and no device ever gets two routes of one provider.
+    public static func merge(_ lists: [[MediaRoute]]) -> [MediaDevice] {
+        var routes: [MediaRoute] = []
+        var seen = Set<String>()
+        for route in lists.joined() where seen.insert(route.id).inserted { routes.append(route) }
+        var parent = Array(routes.indices)
+        var members = routes.indices.map { [$0] }
+        func root(_ index: Int) -> Int {
+            var at = index
+            while parent[at] != at { at = parent[at] }
+            return at
         }
-        let merged = Self.merge(providers.map { snapshots[$0.name] ?? [] })
-        if merged != devices { changes.send(merged) }
-    }
-
-    /// Merges provider lists in order: a device whose id or deduplication ids meet an earlier
-    /// device's is folded into it (ids united), otherwise appended.
-    public static func merge(_ lists: [[MediaDevice]]) -> [MediaDevice] {
-        var merged: [MediaDevice] = []
-        for device in lists.joined() {
-            let keys = device.deduplicationIDs.union([device.id])
-            if let index = merged.firstIndex(where: { !$0.deduplicationIDs.union([$0.id]).isDisjoint(with: keys) }) {
-                merged[index].deduplicationIDs.formUnion(keys.subtracting([merged[index].id]))
-            } else {
-                merged.append(device)
+        var holders: [String: [Int]] = [:]
+        var keys: [String] = []
+        for (index, route) in routes.enumerated() {
+            for key in route.deduplicationIDs.sorted() {
+                if holders[key] == nil { keys.append(key) }
+                holders[key, default: []].append(index)
             }
         }
-        return merged
+        for key in keys {
+            guard let holding = holders[key], holding.count > 1 else { continue }
+            let providers = holding.map { routes[$0].provider }
+            guard Set(providers).count == providers.count else { continue }
+            for other in holding.dropFirst() {
+                let a = root(holding[0]), b = root(other)
+                guard a != b else { continue }
+                let aProviders = Set(members[a].map { routes[$0].provider })
+                guard aProviders.isDisjoint(with: members[b].map { routes[$0].provider }) else { continue }
+                let (keep, fold) = a < b ? (a, b) : (b, a)
+                parent[fold] = keep
+                members[keep] = (members[keep] + members[fold]).sorted()
+            }
+        }
+        return routes.indices.filter { root($0) == $0 }.map { MediaDevice(routes: members[$0].map { routes[$0] }) }
     }
 
-    /// Waits until a device named exactly by `query` (its id, name or IP address) is known, or
-    /// `timeout` seconds pass; then picks by unique prefix or close spelling among all found (a
-    /// prefix cannot be known to be unique before discovery has had its time). Discovery must be running.
+    /// Waits until a device named exactly by `query` (its id, name or address) is known, or `timeout`
+    /// seconds pass; then picks by unique prefix or close spelling among all found (a prefix cannot be
+    /// known to be unique before discovery has had its time). Discovery must be running.
     /// - Throws: `RouteError.unknownDevice` or `.ambiguousDevice`, listing the devices found.
     public func waitForDevice(matching query: String, timeout: Double) async throws -> MediaDevice {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
@@ -71,8 +135,7 @@ public actor MediaRouter {
         let found: MediaDevice? = await withTaskGroup(of: MediaDevice?.self) { group in
             group.addTask {
                 for await list in updates {
-                    if let (match, hits) = DeviceMatcher.candidates(for: query, in: list),
-                       match <= .exactName, hits.count == 1 {
+                    if let (match, hits) = DeviceMatcher.candidates(for: query, in: list), match <= .exactName, hits.count == 1 {
                         return hits[0]
                     }
                 }
@@ -95,16 +158,83 @@ public actor MediaRouter {
     ///   `RouteError.unknownAddress` when no provider speaks to it.
     public func device(at address: String) async throws -> MediaDevice {
         for provider in providers {
-            if let device = try await provider.device(at: address) { return device }
+            if let route = try await provider.route(at: address, context: context(for: provider)) {
+                return MediaDevice(routes: [route])
+            }
         }
         throw RouteError.unknownAddress(address)
     }
 
-    /// Opens a controller for a device through the provider that found it.
-    public func controller(for device: MediaDevice) async throws -> any RouteController {
-        guard let provider = providers.first(where: { $0.name == device.protocolName }) else {
-            throw RouteError.deviceUnreachable(device: device.name, reason: "no \(device.protocolName) provider is running")
+    /// Opens a controller for a route through the provider that found it.
+    public func controller(for route: MediaRoute) async throws -> any RouteController {
+        guard let provider = providers.first(where: { $0.name == route.provider }) else {
+            throw RouteError.deviceUnreachable(device: route.name, reason: "no \(route.provider) provider is running")
         }
-        return try await provider.controller(for: device)
+        return try await provider.controller(for: route, context: context(for: provider))
+    }
+}
+
+/// The routes each provider published and the states of the providers, merged as they change. Thread-safe:
+/// providers publish from any task; merging happens under one lock, so updates go out in order.
+final class RouteTable: Sendable {
+    private struct State {
+        var routes: [String: [MediaRoute]] = [:]
+        var statuses: [String: ProviderStatus] = [:]
+        var generations: [String: Int] = [:]
+    }
+    let order: [String]
+    private let state = Mutex(State())
+    let devices = Broadcast<[MediaDevice]>(initial: [])
+    let statuses = Broadcast<[ProviderStatus]>()
+
+    init(order: [String]) {
+        self.order = order
+        statuses.send(order.map { ProviderStatus(name: $0, state: .stopped) })
+    }
+
+    /// A provider (re)starts: its routes so far are dropped; returns the generation its publishes carry.
+    func start(_ name: String, restarts: Int) -> Int {
+        update { state in
+            state.generations[name, default: 0] += 1
+            state.routes[name] = []
+            var status = state.statuses[name] ?? ProviderStatus(name: name, state: .starting)
+            status.state = .starting
+            status.routes = 0
+            status.restarts = restarts
+            state.statuses[name] = status
+            return state.generations[name]!
+        }
+    }
+
+    /// A provider's snapshot; ignored when it comes from a run that has ended.
+    func publish(_ routes: [MediaRoute], from name: String, generation: Int) {
+        update { state in
+            guard state.generations[name] == generation else { return }
+            state.routes[name] = routes
+            state.statuses[name]?.state = .running
+            state.statuses[name]?.routes = routes.count
+        }
+    }
+
+    /// A provider's run ended (returned or failed): its routes are dropped.
+    func end(_ name: String, state newState: ProviderStatus.State, error: String?) {
+        update { state in
+            state.generations[name, default: 0] += 1
+            state.routes[name] = []
+            state.statuses[name]?.state = newState
+            state.statuses[name]?.routes = 0
+            if let error { state.statuses[name]?.lastError = error }
+        }
+    }
+
+    private func update<T>(_ change: (inout State) -> T) -> T {
+        state.withLock { state in
+            let result = change(&state)
+            let merged = MediaRouter.merge(order.map { state.routes[$0] ?? [] })
+            if merged != devices.latest { devices.send(merged) }
+            let list = order.compactMap { state.statuses[$0] }
+            if list != statuses.latest { statuses.send(list) }
+            return result
+        }
     }
 }

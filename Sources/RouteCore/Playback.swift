@@ -20,7 +20,9 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
         case failed
     }
 
-    public var state: State
+    public var state: State {
+        didSet { if !isFinal { reason = nil } }
+    }
     /// Seconds from the start of the item.
     public var position: Double
     /// Seconds, or nil when unknown or live.
@@ -38,8 +40,55 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     /// The device's own word for its state (`TRANSITIONING`, `NO_MEDIA_PRESENT`, `BUFFERING`), for messages
     /// that say what a device did.
     public var deviceState: String?
+    /// The device's id for the session playing (a Cast mediaSessionId), or one the route makes up: the same
+    /// for as long as one controller plays one queue there, new when someone else's session replaces it.
+    public var sessionID: String?
+    /// The device's or the route's id for the item playing.
+    public var itemID: String?
+    /// When `position` was true.
+    public var timestamp: Date
+    /// How fast the device plays when it plays (1: normal speed).
+    public var speed: Double = 1
+    /// How fast the position moves from `timestamp`: `speed` while playing, 0 otherwise.
+    public var rate: Double { state == .playing ? speed : 0 }
+    /// Why the item ended: nil until `isFinal`; by default what the state says (ended: finished, stopped:
+    /// stopped here, failed: a device error), or what the controller knew better.
+    public var endReason: EndReason? {
+        get {
+            guard isFinal else { return nil }
+            return reason ?? (state == .ended ? .finished : state == .stopped ? .stopped : .deviceError)
+        }
+        set { reason = newValue }
+    }
+    private var reason: EndReason?
+    /// What the device lets a controller do now.
+    public var allowed: Commands
 
-    /// Makes a status report.
+    /// Why an item stopped playing.
+    public enum EndReason: String, Sendable, Codable {
+        /// It played to its end.
+        case finished
+        /// Someone here stopped it (a command through this controller).
+        case stopped
+        /// Another controller took the device over (loaded something else, or stopped it).
+        case replaced
+        /// The device reported an error.
+        case deviceError
+        /// The device stopped answering or left the network.
+        case deviceGone
+    }
+
+    /// The commands a device accepts at the moment.
+    public struct Commands: OptionSet, Sendable, Hashable, Codable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let pause = Commands(rawValue: 1)
+        public static let seek = Commands(rawValue: 2)
+        public static let volume = Commands(rawValue: 4)
+        public static let all: Commands = [.pause, .seek, .volume]
+    }
+
+    /// Makes a status report, true now, with the rate of its state.
     public init(state: State, position: Double = 0, duration: Double? = nil, volume: Double? = nil,
                 title: String? = nil, error: String? = nil) {
         self.state = state
@@ -48,10 +97,24 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
         self.volume = volume
         self.title = title
         self.error = error
+        timestamp = Date()
+        allowed = .all
     }
 
     /// Whether this state ends the item (no more reports will follow for it).
     public var isFinal: Bool { state == .ended || state == .stopped || state == .failed }
+
+    /// The position at `date`, extrapolated from `timestamp` at `rate` (never past the duration).
+    public func position(at date: Date) -> Double {
+        let moved = position + max(0, date.timeIntervalSince(timestamp)) * rate
+        return duration.map { min($0, moved) } ?? moved
+    }
+
+    /// Ends the item in a final `state` for `reason`.
+    public mutating func end(_ state: State, because reason: EndReason) {
+        self.state = state
+        self.reason = reason
+    }
 }
 
 /// One thing to play: a URL the device can fetch, and metadata for its display.

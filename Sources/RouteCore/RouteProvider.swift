@@ -1,31 +1,58 @@
-// The two protocols every provider implements: discovery (RouteProvider) and control (RouteController).
+// The two protocols every provider implements — discovery with a lifecycle (RouteProvider) and control
+// (RouteController) — and what the router hands a provider while it runs (ProviderContext).
 
-/// A source of devices speaking one protocol (UPnP, Cast, local output, a drop-in plugin).
-///
-/// Discovery is a stream of *full snapshots*, never deltas, so a provider that restarts simply
-/// sends its list again. Discovery runs while the stream is iterated and stops when the iterating
-/// task is cancelled.
-public protocol RouteProvider: Sendable {
-    /// Short protocol name, matching `MediaDevice.protocolName` of its devices (`local`, `upnp`, …).
-    var name: String { get }
+/// What a provider is handed while it runs: where to publish its routes, the shared discovery services,
+/// and its log.
+public struct ProviderContext: Sendable {
+    /// The provider's log (named after it).
+    public let log: RouteLog
+    /// SSDP and DNS-SD, shared by every provider: subscribe to what you need; never open your own.
+    public let discovery: DiscoveryServices
+    private let publisher: @Sendable ([MediaRoute]) -> Void
 
-    /// Every device currently known, sent again whenever the list changes.
-    func discover() -> AsyncStream<[MediaDevice]>
+    /// A context; the router makes one per provider.
+    public init(log: RouteLog, discovery: DiscoveryServices, publish: @escaping @Sendable ([MediaRoute]) -> Void) {
+        self.log = log
+        self.discovery = discovery
+        self.publisher = publish
+    }
 
-    /// Asks the device at `address` directly, without discovery. Returns nil when the address is
-    /// not one this provider speaks to; throws when it is, but the device does not answer.
-    func device(at address: String) async throws -> MediaDevice?
-
-    /// Opens a controller for one of this provider's devices. The caller closes it.
-    func controller(for device: MediaDevice) async throws -> any RouteController
+    /// Replaces the provider's routes with `routes`: a full snapshot, never a delta, so that a provider
+    /// that restarts simply publishes again.
+    public func publish(_ routes: [MediaRoute]) { publisher(routes) }
 }
 
-/// Remote control of one device: load an item, transport commands, volume, and status reports.
+/// A source of devices speaking one protocol (UPnP, Cast, local output, a drop-in plugin).
+public protocol RouteProvider: Sendable {
+    /// Short name (`local`, `upnp`, a plugin's), the `provider` of its routes.
+    var name: String { get }
+
+    /// Discovers until cancelled, publishing full snapshots through `context` (an empty one as soon as it
+    /// is ready). Returning means it has stopped; throwing means it failed: the router then drops its
+    /// routes, says so in `providerUpdates()`, and runs it again after a backoff.
+    func run(_ context: ProviderContext) async throws
+
+    /// Asks the device at `address` directly, without discovery. Returns nil when the address is not one
+    /// this provider speaks to; throws when it is, but the device does not answer.
+    func route(at address: String, context: ProviderContext) async throws -> MediaRoute?
+
+    /// Opens a controller for one of this provider's routes. The caller runs the controller's `run()` for
+    /// as long as it uses it, then closes it.
+    func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController
+}
+
+/// Remote control of one device over one route: load an item, transport commands, volume, and status.
 ///
-/// Commands are `async` and throw `RouteError` when the device refuses or cannot be reached.
+/// Commands are `async` and throw `RouteError` when the device refuses or cannot be reached. Nothing
+/// starts in an initializer or when the controller is opened: background work (polls, event
+/// subscriptions, a connection's heartbeat) lives in `run()`, which the session runs and cancels.
 public protocol RouteController: AnyObject, Sendable {
-    /// The device this controls.
-    var device: MediaDevice { get }
+    /// The route this controls.
+    var route: MediaRoute { get }
+
+    /// The controller's background work, until cancelled. Throws when the device is lost for good (its
+    /// status says so too, as `.failed` with an end reason).
+    func run() async throws
 
     /// Loads an item, replacing the current one; starts playing when `autoplay`.
     func load(_ item: MediaItem, autoplay: Bool) async throws
@@ -49,4 +76,35 @@ public protocol RouteController: AnyObject, Sendable {
 
     /// Releases the device connection; further commands fail. Safe to call twice.
     func close() async
+}
+
+/// What the router knows of one provider.
+public struct ProviderStatus: Sendable, Hashable, Codable {
+    /// Where the provider is in its life.
+    public enum State: String, Sendable, Codable {
+        /// Started, not yet ready (no snapshot yet).
+        case starting
+        /// Discovering.
+        case running
+        /// It threw; it is run again after a backoff.
+        case failed
+        /// It returned, or the router stopped.
+        case stopped
+    }
+    public var name: String
+    public var state: State
+    /// Its last failure, in words.
+    public var lastError: String?
+    /// How many routes it has published now.
+    public var routes: Int
+    /// How many times it was started again after failing.
+    public var restarts: Int
+
+    public init(name: String, state: State, lastError: String? = nil, routes: Int = 0, restarts: Int = 0) {
+        self.name = name
+        self.state = state
+        self.lastError = lastError
+        self.routes = routes
+        self.restarts = restarts
+    }
 }

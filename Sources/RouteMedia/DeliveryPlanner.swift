@@ -128,7 +128,8 @@ public enum DeliveryPlanner {
     /// The plan for `info` on a device that accepts `accepts`: direct when the device takes the
     /// file's type; a remux when it takes the streams in another container; else a transcode to the
     /// first format the device takes, in order of quality and compatibility.
-    public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance) -> Delivery {
+    /// `maxChannels` is the most audio channels the route plays, when it says.
+    public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance, maxChannels: Int? = nil) -> Delivery {
         if accepts.accepts(mimeType: info.mimeType) { return .direct }
         let audioStream = info.streams.first { $0.kind == .audio }
         switch info.kind {
@@ -174,6 +175,16 @@ public enum DeliveryPlanner {
 }
 
 extension Delivery {
+    /// How much conversion it takes: 0 as it is, 1 remuxed, 2 transcoded, and unplayable last.
+    public var cost: Int {
+        switch self {
+        case .direct: return 0
+        case .remux: return 1
+        case .transcode: return 2
+        case .unplayable: return 3
+        }
+    }
+
     /// Whether the device gets a video file's sound only (it takes no video route can make).
     public func dropsPicture(of info: MediaInfo) -> Bool {
         guard info.kind == .video else { return false }

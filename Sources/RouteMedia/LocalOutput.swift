@@ -6,29 +6,31 @@ import Foundation
 import RouteCore
 import Synchronization
 
-/// The provider of the one local device. Needs no network; its device list never changes.
+/// The provider of the one local device. Needs no network; its list never changes.
 public struct LocalProvider: RouteProvider {
-    /// The local device: plays anything GStreamer decodes, with absolute volume.
-    public static let device = MediaDevice(
-        id: "local", name: "This computer", kind: .computer, protocolName: "local",
-        capabilities: .all, volumeControl: .absolute, accepts: .anything)
+    /// The local route: plays anything GStreamer decodes, with absolute volume.
+    public static let route = MediaRoute(provider: "local", nativeID: "local", name: "This computer", kind: .computer,
+                                         capabilities: .all, volumeControl: .absolute, accepts: .anything)
+    /// "This computer", with its one route.
+    public static let device = MediaDevice(routes: [route])
 
     public let name = "local"
 
     /// Makes the provider.
     public init() {}
 
-    /// One snapshot with the local device; the stream stays open until cancelled.
-    public func discover() -> AsyncStream<[MediaDevice]> {
-        AsyncStream { continuation in continuation.yield([Self.device]) }
+    /// Publishes the local route and waits until cancelled.
+    public func run(_ context: ProviderContext) async throws {
+        context.publish([Self.route])
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
     }
 
     /// The local device has no network address.
-    public func device(at address: String) async throws -> MediaDevice? { nil }
+    public func route(at address: String, context: ProviderContext) async throws -> MediaRoute? { nil }
 
     /// A new playbin-backed player.
-    public func controller(for device: MediaDevice) async throws -> any RouteController {
-        try LocalPlayer(device: device)
+    public func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
+        try LocalPlayer(route: route)
     }
 }
 
@@ -36,15 +38,16 @@ public struct LocalProvider: RouteProvider {
 ///
 /// Sinks: `ROUTE_AUDIO_SINK` / `ROUTE_VIDEO_SINK` (pipeline descriptions such as
 /// `fakesink sync=true`) override GStreamer's automatic choice; with no display, video goes to a
-/// fakesink. A bus thread (`route-local-bus`) turns GStreamer messages into status reports.
+/// fakesink. While `run()` runs, a bus thread (`route-local-bus`) turns GStreamer messages into status
+/// reports.
 final class LocalPlayer: RouteController, @unchecked Sendable {
     // Safety: `playbin` is set once in init and GStreamer's element calls are thread-safe;
     // mutable state lives in `state` behind a Mutex.
-    let device: MediaDevice
+    let route: MediaRoute
+    private var device: MediaRoute { route }
     private let playbin: UnsafeMutablePointer<GstElement>
     private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     private let state = Mutex(PlayerState())
-    private var busThread: Thread?
 
     private struct PlayerState {
         var status = PlaybackStatus(state: .idle, volume: 1)
@@ -53,9 +56,9 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         var lastReport = ContinuousClock.now
     }
 
-    init(device: MediaDevice) throws {
+    init(route: MediaRoute) throws {
         GStreamer.initialize()
-        self.device = device
+        self.route = route
         // Sinks first: an invalid description throws before anything needs releasing.
         let environment = ProcessInfo.processInfo.environment
         let audioSink = try environment["ROUTE_AUDIO_SINK"].flatMap { $0.isEmpty ? nil : $0 }
@@ -76,14 +79,25 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         playbin = element
         if let audioSink { route_object_set_object(playbin, "audio-sink", audioSink) }
         if let videoSink { route_object_set_object(playbin, "video-sink", videoSink) }
-        // The thread holds the player only while handling one message, so a player dropped without
-        // close() is still freed (deinit), and the thread then ends.
-        let thread = Thread { [weak self] in
-            while let player = self, player.pumpBus() {}
+    }
+
+    /// Turns bus messages into statuses on a thread of its own (gst_bus_timed_pop blocks) until the
+    /// player is closed or the task is cancelled.
+    func run() async throws {
+        let stop = Mutex(false)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                // The thread holds the player only while handling one message.
+                let thread = Thread { [weak self] in
+                    while !stop.withLock({ $0 }), let player = self, player.pumpBus() {}
+                    done.resume()
+                }
+                thread.name = "route-local-bus"
+                thread.start()
+            }
+        } onCancel: {
+            stop.withLock { $0 = true }
         }
-        thread.name = "route-local-bus"
-        busThread = thread
-        thread.start()
     }
 
     func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
@@ -152,7 +166,6 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         let wasOpen = state.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
         guard wasOpen else { return }
         gst_element_set_state(playbin, GST_STATE_NULL)
-        while busThread?.isFinished == false { try? await Task.sleep(for: .milliseconds(20)) }
         updates.finish()
     }
 

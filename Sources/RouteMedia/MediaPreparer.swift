@@ -5,34 +5,58 @@ import Foundation
 import RouteCore
 import Synchronization
 
-/// Prepares items for one device, starting the media server on first need and closing it at the end.
+/// Prepares items for one device: picks the route that plays each file with the least conversion, and
+/// serves it there, starting a media server (on the local address that reaches the route) on first need.
 public final class MediaPreparer: Sendable {
     private let device: MediaDevice
-    private let server = Mutex<MediaServer?>(nil)
+    private let via: String?
+    private let servers = Mutex<[String: MediaServer]>([:])
 
-    /// A preparer for `device`.
-    public init(device: MediaDevice) {
+    /// A preparer for `device`; with `via`, only routes of that protocol or provider are used.
+    /// - Throws: `MediaError.unplayable`-free: `RouteError.unsupported` when `via` names no route of it.
+    public init(device: MediaDevice, via: String? = nil) throws {
+        if let via, device.route(of: via) == nil {
+            throw RouteError.unsupported(device: device.name, what: "be reached over \(via) (it has \(device.protocols.joined(separator: ", ")))")
+        }
         self.device = device
+        self.via = via
     }
 
-    /// The item to load for `info`: a file URI for local output; otherwise a served URL, direct or
-    /// converted as `DeliveryPlanner` decides. `notice` hears, in words, what the device will not get of
-    /// the file (the picture of a video sent to a speaker).
-    /// - Throws: `MediaError.unplayable` when nothing the device takes can be made from the file;
+    /// The routes this preparer may use, preferred first.
+    private var routes: [MediaRoute] {
+        guard let via else { return device.routes }
+        return device.routes.filter { $0.protocolName == via || $0.provider == via }
+    }
+
+    /// The route for `info` and how the file goes there: the route that plays it with the least
+    /// conversion (as it is, then remuxed, then transcoded), the preferred one among equals.
+    public func plan(_ info: MediaInfo) -> (route: MediaRoute, delivery: Delivery) {
+        let planned = routes.map { route in
+            (route, route.provider == "local" ? Delivery.direct
+                : DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels))
+        }
+        return planned.min { $0.1.cost < $1.1.cost } ?? (device.primary, .unplayable("the device has no route"))
+    }
+
+    /// The item to load for `info`, and its route: a file URI for local output; otherwise a served URL,
+    /// direct or converted as `DeliveryPlanner` decides. `notice` hears, in words, what the device will
+    /// not get of the file (the picture of a video sent to a speaker).
+    /// - Throws: `MediaError.unplayable` when nothing any route takes can be made from the file;
     ///   `MediaError.server` when no local address reaches the device.
-    public func prepare(_ info: MediaInfo, notice: (String) -> Void = { _ in }) throws -> MediaItem {
+    public func prepare(_ info: MediaInfo, notice: (String) -> Void = { _ in }) throws -> (route: MediaRoute, item: MediaItem) {
         var item = MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType,
                              title: info.displayTitle, artist: info.artist, album: info.album,
                              duration: info.duration, size: info.size, kind: info.kind)
-        guard device.protocolName != "local" else { return item }
-        let plan = DeliveryPlanner.plan(info, for: device.accepts)
-        let server = try self.server.withLock { current -> MediaServer in
-            if let current { return current }
-            let created = try MediaServer(address: try LocalAddress.toward(device.address ?? ""))
-            current = created
+        let (route, plan) = self.plan(info)
+        guard route.provider != "local" else { return (route, item) }
+        let local = try LocalAddress.toward(route.address ?? "")
+        let server = try servers.withLock { table -> MediaServer in
+            if let existing = table[local] { return existing }
+            let created = try MediaServer(address: local)
+            table[local] = created
             return created
         }
-        guard let (url, mimeType) = server.offer(info, as: plan) else {
+        guard let (url, mimeType) = server.offer(info, as: plan, maxChannels: route.maxAudioChannels) else {
             if case .unplayable(let reason) = plan { throw MediaError.unplayable(info.path, device: device.name, reason: reason) }
             throw MediaError.unplayable(info.path, device: device.name, reason: "route has no way to send it there")
         }
@@ -41,7 +65,7 @@ public final class MediaPreparer: Sendable {
         }
         item.url = url
         // In the device's own words: some compare the text of the type with what they listed.
-        item.mimeType = device.accepts.spelling(of: mimeType)
+        item.mimeType = route.accepts.spelling(of: mimeType)
         if let art = info.coverArt {
             item.artworkURL = server.offer(data: art.data, mimeType: art.mimeType)
         }
@@ -49,17 +73,20 @@ public final class MediaPreparer: Sendable {
             item.size = nil
             item.isConverted = true
         }
-        return item
+        return (route, item)
     }
 
     /// What the device has done with a prepared item's URL (nil for local output, which reads files).
     public func access(to item: MediaItem) -> MediaAccess? {
-        server.withLock { $0?.access(to: item.url) }
+        servers.withLock { table in table.values.lazy.compactMap { $0.access(to: item.url) }.first }
     }
 
-    /// Stops the media server, if one was started.
+    /// Stops the media servers, if any were started.
     public func close() {
-        server.withLock { $0?.close(); $0 = nil }
+        servers.withLock { table in
+            for server in table.values { server.close() }
+            table.removeAll()
+        }
     }
 }
 

@@ -56,20 +56,21 @@ public final class MediaServer: Sendable {
         add(Offer(path: "", mimeType: mimeType, source: .memory(data)))
     }
 
-    /// Offers a file converted on the fly by `profile`; returns its URL. Each GET runs its own
-    /// pipeline, from the start or from the offset in `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
-    public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile) -> String {
+    /// Offers a file converted on the fly by `profile` (to at most `maxChannels` of audio); returns its
+    /// URL. Each GET runs its own pipeline, from the start or from the offset in
+    /// `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
+    public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile, maxChannels: Int? = nil) -> String {
         add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
-                  source: .pipeline(Conversion(description: profile.pipeline(for: info), duration: info.duration,
-                                               exactSeek: !profile.copiesStreams))))
+                  source: .pipeline(Conversion(description: profile.pipeline(for: info, maxChannels: maxChannels),
+                                               duration: info.duration, exactSeek: !profile.copiesStreams))))
     }
 
     /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
-    public func offer(_ info: MediaInfo, as plan: Delivery) -> (url: String, mimeType: String)? {
+    public func offer(_ info: MediaInfo, as plan: Delivery, maxChannels: Int? = nil) -> (url: String, mimeType: String)? {
         switch plan {
         case .direct: return (offer(file: info.path, mimeType: info.mimeType, size: info.size), info.mimeType)
         case .remux(let profile), .transcode(let profile):
-            return (offer(transcoding: info, to: profile), profile.mimeType(for: info))
+            return (offer(transcoding: info, to: profile, maxChannels: maxChannels), profile.mimeType(for: info))
         case .unplayable: return nil
         }
     }

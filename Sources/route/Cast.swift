@@ -12,33 +12,26 @@ enum Cast {
         let options = try CastOptions(parsed)
         let probes = ProbeAhead(paths: parsed.positionals)
         _ = try await probes.info(0)
-        let providers = try Providers.selected(parsed)
-        let router = MediaRouter(providers: providers)
+        let (router, providers) = try Providers.router(parsed)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
-        let controller = try await router.controller(for: device)
-        do {
-            let outcome = try await play(probes, on: device, with: controller, options: options)
-            await controller.close()
-            return outcome
-        } catch {
-            await controller.close()
-            throw error
-        }
+        return try await play(probes, on: device, router: router, options: options)
     }
 
     /// Plays the queue with status, keys and the control socket; the exit code (interrupted by a signal,
     /// or the code of the first file that had to be skipped).
-    private static func play(_ probes: ProbeAhead, on device: MediaDevice, with controller: any RouteController,
+    private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
                              options: CastOptions) async throws -> ExitCode {
-        let preparer = MediaPreparer(device: device)
+        let preparer = try MediaPreparer(device: device, via: options.via)
         defer { preparer.close() }
         let sessionOptions = CastSession.Options(startTimeout: options.startTimeout, imageDuration: options.imageDuration,
                                                  access: { preparer.access(to: $0) }, onSkip: { _, title, error in
             printError("route cast: skipping \(title): \(error)", overStatus: true)
         })
-        let session = CastSession(controller: controller, titles: probes.titles, options: sessionOptions) { index in
+        let session = CastSession(device: device, titles: probes.titles, options: sessionOptions,
+                                  open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
-            return try preparer.prepare(info) { notice in printError("route cast: \(notice)", overStatus: true) }
+            let (route, item) = try preparer.prepare(info) { notice in printError("route cast: \(notice)", overStatus: true) }
+            return CastSession.Prepared(route: route, item: item)
         }
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
@@ -81,8 +74,6 @@ enum Cast {
         do {
             try await session.run()
         } catch {
-            // Leave the device quiet: it must not go on playing from a server that is about to close.
-            try? await controller.stop()
             await display.value
             throw error
         }
@@ -115,10 +106,13 @@ struct CastOptions {
     let imageDuration: Duration
     /// How long a device may take to start an item (`ROUTE_START_TIMEOUT`, seconds; default 20).
     let startTimeout: Duration
+    /// The protocol every item must go over (`--via`), when one is forced.
+    let via: String?
 
     init(_ parsed: ParsedArguments) throws {
         let start = ProcessInfo.processInfo.environment["ROUTE_START_TIMEOUT"].flatMap(Double.init) ?? 20
         startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
+        via = parsed["via"]?.lowercased()
         let text = parsed["image-duration"] ?? "5"
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw UsageError(description: "--image-duration takes seconds from 0 to 3600, not \"\(text)\"")
@@ -205,7 +199,7 @@ enum Picker {
     static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
         printError("Cast to which device?")
         for (index, device) in devices.enumerated() {
-            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocolName))")
+            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocols.joined(separator: ", ")))")
         }
         FileHandle.standardError.write(Data("Number or name: ".utf8))
         guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {

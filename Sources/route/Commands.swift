@@ -86,7 +86,21 @@ func printOutput(_ text: String) -> Bool {
     return fflush(nil) == 0
 }
 
-/// Builds the router from the provider names the user allows.
+/// The CLI's log: one line on stderr per message, `route[SOURCE]: …` for traces (`ROUTE_DEBUG=upnp,mdns`)
+/// and `route: …` for the rest.
+enum CLILog {
+    static let traced = Set((ProcessInfo.processInfo.environment["ROUTE_DEBUG"] ?? "").split(separator: ",").map(String.init))
+
+    static let root = RouteLog(source: "route", traced: { traced.contains($0) || traced.contains("all") }) { level, source, message in
+        let prefix = level == .debug ? "route[\(source)]" : "route"
+        printError("\(prefix): \(message)", overStatus: true)
+    }
+
+    /// The log for `source`.
+    static func named(_ source: String) -> RouteLog { root.named(source) }
+}
+
+/// Builds the router from the provider names the user allows, with the discovery services they need.
 enum Providers {
     /// Every provider this build has, by name, in order of preference.
     static let available: [String: @Sendable () -> any RouteProvider] = [
@@ -103,6 +117,22 @@ enum Providers {
             throw UsageError(description: "unknown provider \"\(unknown)\"; available: \(order.joined(separator: ", "))")
         }
         return (names.isEmpty ? order : order.filter(names.contains)).map { available[$0]!() }
+    }
+
+    /// The shared discovery services, made once per process and only when a network provider runs
+    /// (nothing multicasts for "This computer" alone).
+    static func discovery(for providers: [any RouteProvider]) -> DiscoveryServices {
+        guard discoverNetwork(providers) else { return .none }
+        return DiscoveryServices(ssdp: ssdp)
+    }
+
+    /// The process's SSDP service.
+    static let ssdp = SSDPService(log: CLILog.named("upnp"))
+
+    /// A router over the selected providers, logging to stderr.
+    static func router(_ parsed: ParsedArguments) throws -> (MediaRouter, [any RouteProvider]) {
+        let providers = try selected(parsed)
+        return (MediaRouter(providers: providers, discovery: discovery(for: providers), log: CLILog.root), providers)
     }
 
     /// Whether any of these providers discovers over the network.

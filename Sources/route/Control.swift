@@ -74,9 +74,9 @@ enum Control {
                 throw UsageError(description: "unknown command \(request.command)")
             }
             let status = await session.playback
-            return ControlReply(ok: true, device: session.controller.device, title: status.title, status: status)
+            return ControlReply(ok: true, device: session.device, title: status.title, status: status)
         } catch {
-            return ControlReply(ok: false, error: "\(error)", device: session.controller.device)
+            return ControlReply(ok: false, error: "\(error)", device: session.device)
         }
     }
 }
@@ -87,7 +87,7 @@ struct StatusReport: Encodable {
     struct Device: Encodable {
         let id: String
         let name: String
-        let protocolName: String
+        let protocols: [String]
         let address: String?
     }
     let device: Device?
@@ -100,7 +100,7 @@ struct StatusReport: Encodable {
     let error: String?
 
     init(device: MediaDevice?, title: String?, status: PlaybackStatus) {
-        self.device = device.map { Device(id: $0.id, name: $0.name, protocolName: $0.protocolName, address: $0.address) }
+        self.device = device.map { Device(id: $0.id, name: $0.name, protocols: $0.protocols, address: $0.address) }
         state = status.state.rawValue
         self.title = title
         position = (status.position * 1000).rounded() / 1000

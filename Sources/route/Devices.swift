@@ -5,20 +5,20 @@ import RouteCore
 
 enum Devices {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        let providers = try Providers.selected(parsed)
+        let (router, providers) = try Providers.router(parsed)
         let requested = try CommonOptions.timeout(parsed)
         let timeout = Providers.discoverNetwork(providers) ? requested : 0
-        let router = MediaRouter(providers: providers)
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         let json = parsed.has("json")
-        var shown = Set<String>()
         let updates = router.deviceUpdates()
         let deadline = Task { try await Task.sleep(for: .milliseconds(Int(timeout * 1000) + 50)) }
         let printer = Task {
+            // A device is printed when found, and again when it gains a route (its line says by which protocols).
+            var shown: [String: [String]] = [:]
             for await list in updates {
-                for device in list where !shown.contains(device.id) {
-                    shown.insert(device.id)
+                for device in list where shown[device.id] != device.protocols {
+                    shown[device.id] = device.protocols
                     if !json { printOutput(line(device)) }
                 }
                 if timeout == 0, !list.isEmpty { break }
@@ -34,6 +34,6 @@ enum Devices {
         let clean = DisplayText.clean(device.name)
         let name = clean.padding(toLength: max(24, clean.count), withPad: " ", startingAt: 0)
         return "\(name)  \(device.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
-            + "\(device.protocolName.padding(toLength: 7, withPad: " ", startingAt: 0))\(device.address.map { DisplayText.clean($0) } ?? "-")"
+            + "\(device.protocols.joined(separator: ",").padding(toLength: 10, withPad: " ", startingAt: 0)) \(device.address.map { DisplayText.clean($0) } ?? "-")"
     }
 }

@@ -13,11 +13,13 @@ enum Specs {
     static let cast = CommandSpec(
         name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
+                  OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (upnp, local, …) even where another route plays it better"),
                   OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)")],
         details: """
         Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
         file to it (transcoding when the device cannot play it) and plays the files as a queue; later files are
-        probed while the first plays, and one that cannot be played is skipped with a line. A status line shows
+        probed while the first plays, and one that cannot be played is skipped with a line. A device reached by several
+        protocols plays each file over the one that needs the least conversion (--via forces one). A status line shows
         device, title, state and progress; without a terminal, one line per state change.
 
         Keys: space pause/resume, ←/→ seek -10/+10 s, ↑/↓ volume, m mute, n next file, q stop.

@@ -33,7 +33,8 @@ enum Targets {
             }
         }
         require(!description.friendlyName.unicodeScalars.contains { $0.value < 0x20 }, "a control character in a name")
-        _ = description.mediaDevice(sink: description.modelName)
+        _ = description.route(sink: description.modelName, mac: nil)
+        _ = try? DeviceDescription.parseAll(root, location: "http://10.0.0.5:8080/desc.xml")
     }
 
     /// A SOAP reply or GENA body as libupnp hands it over: its DOM, copied without recursion.
@@ -97,9 +98,9 @@ enum Targets {
             require(URL(string: location)?.host == sender, "a location on another host was taken: \(location) from \(sender)")
         }
         _ = TrackURI.isSame(location, as: "http://10.0.0.1:4000/m/0123456789abcdef0123456789abcdef/media.mp3")
-        let device = MediaDevice(id: usn, name: usn, kind: .tv, protocolName: "upnp", address: location, capabilities: .audio,
-                                 volumeControl: .none, accepts: .anything)
-        _ = DeviceMatcher.matchesAddress(sender, of: device)
+        let route = MediaRoute(provider: "upnp", nativeID: usn, name: usn, kind: .tv, address: location, capabilities: .audio,
+                               volumeControl: .none, accepts: .anything)
+        _ = DeviceMatcher.matchesAddress(sender, of: MediaDevice(routes: [route]))
     }
 
     /// Text shown on a terminal: what DisplayText lets through.

@@ -201,11 +201,11 @@ final class Sandbox: Sendable {
         return path
     }
 
-    /// The control socket a cast to "This computer" (id `local`) listens on: named by the FNV-1a hash
-    /// of the device id, as SessionDirectory documents.
+    /// The control socket a cast to "This computer" (id `local:local`) listens on: named by the FNV-1a
+    /// hash of the device id, as SessionDirectory documents.
     var localSocket: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "local".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        for byte in "local:local".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let hex = String(hash, radix: 16)
         return runtimeDir + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".sock"
     }

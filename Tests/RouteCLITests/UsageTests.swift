@@ -198,8 +198,9 @@ import Testing
             let array = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
             #expect(array.count == 1)
             #expect(array.first?["name"] as? String == "This computer")
-            #expect(array.first?["id"] as? String == "local")
-            #expect(array.first?["protocolName"] as? String == "local")
+            #expect(array.first?["id"] as? String == "local:local")
+            let routes = try #require(array.first?["routes"] as? [[String: Any]], "a device lists its routes")
+            #expect(routes.count == 1 && routes.first?["protocolName"] as? String == "local" && routes.first?["nativeID"] as? String == "local")
             #expect(result.elapsed < .seconds(10), "took \(result.elapsed) though --timeout should not apply")
         }
     }

@@ -1,7 +1,9 @@
 // BroadcastTests: fan-out of values to AsyncStream subscribers — latest value first, finish, late subscribers.
 
+import Foundation
 import RouteCore
 import RouteTestSupport
+import Synchronization
 import Testing
 
 @Suite struct BroadcastTests {
@@ -96,5 +98,45 @@ import Testing
         broadcast.finish()
         // 40 values fit the 64-value buffer, so none may be dropped.
         #expect(await allValues(of: stream, within: 5).map { Set($0) } == Set(0..<40))
+    }
+
+    @Test func everySubscriberSeesTheOrderLatestTook() async {
+        let broadcast = Broadcast<Int>()
+        let first = broadcast.subscribe(), second = broadcast.subscribe()
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask { for i in 0..<10 { broadcast.send(worker * 10 + i) } }
+            }
+        }
+        let last = broadcast.latest
+        broadcast.finish()
+        let a = await allValues(of: first, within: 5), b = await allValues(of: second, within: 5)
+        #expect(a == b, "two subscribers saw two orders")
+        #expect(a?.last == last, "the last value delivered is not `latest`")
+    }
+
+    /// Cancelling a subscriber while another thread sends used to deadlock: the sender held the lock while
+    /// waking the subscriber's task, and the cancelled task's termination waited for that lock.
+    @Test func cancellingSubscribersWhileSendingNeverDeadlocks() async {
+        let broadcast = Broadcast<Int>()
+        let stop = Mutex(false)
+        // A sender on a thread of its own that never pauses, as a C library callback thread does.
+        let sender = Thread {
+            var i = 0
+            while !stop.withLock({ $0 }) { broadcast.send(i); i += 1 }
+        }
+        sender.start()
+        defer { stop.withLock { $0 = true } }
+        let done = await withDeadline(30) { () -> Bool? in
+            for _ in 0..<2000 {
+                let stream = broadcast.subscribe()
+                let reader = Task.detached { for await _ in stream {} }
+                try? await Task.sleep(for: .microseconds(50))
+                reader.cancel()
+                await reader.value
+            }
+            return true
+        }
+        #expect(done == true, "cancelling a subscriber while another thread sends deadlocked")
     }
 }

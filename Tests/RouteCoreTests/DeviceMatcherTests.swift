@@ -3,10 +3,15 @@
 import RouteCore
 import Testing
 
-/// A device with just the fields matching looks at.
+/// A route with just the fields matching and merging look at; `id` is the provider's own id.
+func route(_ name: String, id: String, provider: String = "upnp", dedup: Set<String> = [], address: String? = nil) -> MediaRoute {
+    MediaRoute(provider: provider, nativeID: id, name: name, kind: .other, address: address, capabilities: .all,
+               volumeControl: .absolute, accepts: .anything, deduplicationIDs: dedup)
+}
+
+/// A device reached by one such route.
 func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Set<String> = []) -> MediaDevice {
-    MediaDevice(id: id, name: name, kind: .other, protocolName: protocolName, capabilities: .all,
-                volumeControl: .absolute, accepts: .anything, deduplicationIDs: dedup)
+    MediaDevice(routes: [route(name, id: id, provider: protocolName, dedup: dedup)])
 }
 
 @Suite struct DeviceMatcherTests {
@@ -19,7 +24,7 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
 
     @Test(arguments: ["Living Room", "living room", "LIVING ROOM", "lIvInG rOoM"])
     func exactNameInAnyCase(query: String) throws {
-        #expect(try DeviceMatcher.pick(query, in: devices).id == "uuid:living")
+        #expect(try DeviceMatcher.pick(query, in: devices).primary.nativeID == "uuid:living")
     }
 
     @Test func byIDAndByDeduplicationID() throws {
@@ -35,8 +40,8 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
 
     @Test func exactNameBeatsALongerNameItPrefixes() throws {
         let list = devices + [device("Living Room Speaker", id: "uuid:lrs")]
-        #expect(try DeviceMatcher.pick("living room", in: list).id == "uuid:living")
-        #expect(try DeviceMatcher.pick("living room s", in: list).id == "uuid:lrs")
+        #expect(try DeviceMatcher.pick("living room", in: list).primary.nativeID == "uuid:living")
+        #expect(try DeviceMatcher.pick("living room s", in: list).primary.nativeID == "uuid:lrs")
     }
 
     @Test func ambiguousPrefixListsEveryMatch() {
@@ -110,13 +115,11 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
 }
 
 @Suite struct AddressMatchTests {
-    static let renderer = MediaDevice(id: "uuid:1", name: "Lab Renderer", kind: .speaker, protocolName: "upnp",
-                                      address: "http://10.77.0.2:49494/description.xml", capabilities: .audio,
-                                      volumeControl: .absolute, accepts: .anything)
+    static let renderer = MediaDevice(routes: [route("Lab Renderer", id: "uuid:1", address: "http://10.77.0.2:49494/description.xml")])
 
     @Test(arguments: ["http://10.77.0.2:49494/description.xml", "10.77.0.2:49494", "10.77.0.2"])
     func aDeviceIsFoundByTheAddressACastWasStartedWith(query: String) throws {
-        #expect(try DeviceMatcher.pick(query, in: [Self.renderer]).id == "uuid:1")
+        #expect(try DeviceMatcher.pick(query, in: [Self.renderer]).primary.nativeID == "uuid:1")
     }
 
     @Test func otherAddressesDoNotMatch() {

@@ -4,86 +4,111 @@
 import Foundation
 import RouteCore
 import RouteTestSupport
+import Synchronization
 import Testing
 
-/// A provider that sends scripted snapshots, each after its delay, then keeps the stream open until
-/// cancelled (as real providers do); answers `device(at:)` from a fixed table.
+/// A provider that publishes scripted snapshots, each after its delay, then runs until cancelled (as real
+/// providers do); answers `route(at:)` from a fixed table. With `failures`, its first runs throw.
 struct FixedProvider: RouteProvider {
     let name: String
-    /// (seconds to wait before sending, snapshot), in order.
-    var script: [(Double, [MediaDevice])]
-    var addresses: [String: MediaDevice] = [:]
+    /// (seconds to wait before publishing, snapshot), in order.
+    var script: [(Double, [MediaRoute])]
+    var addresses: [String: MediaRoute] = [:]
+    /// Counts runs; runs up to `failures` throw after publishing their script.
+    var runs = RunCounter()
+    var failures = 0
 
-    func discover() -> AsyncStream<[MediaDevice]> {
-        let script = self.script
-        return AsyncStream { continuation in
-            let task = Task {
-                for (delay, snapshot) in script {
-                    if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
-                    if Task.isCancelled { return }
-                    continuation.yield(snapshot)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
+    func run(_ context: ProviderContext) async throws {
+        let run = runs.next()
+        for (delay, snapshot) in script {
+            if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
+            context.publish(snapshot)
         }
+        if run <= failures { throw RouteError.deviceUnreachable(device: name, reason: "scripted failure \(run)") }
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
     }
 
-    func device(at address: String) async throws -> MediaDevice? { addresses[address] }
+    func route(at address: String, context: ProviderContext) async throws -> MediaRoute? { addresses[address] }
 
-    func controller(for device: MediaDevice) async throws -> any RouteController {
-        throw RouteError.unsupported(device: device.name, what: "be controlled in tests")
+    func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
+        throw RouteError.unsupported(device: route.name, what: "be controlled in tests")
     }
 }
 
 @Suite struct MediaRouterMergeTests {
-    @Test func sameDeviceFromTwoProvidersAppearsOnceWithIDsUnited() throws {
-        let viaUPnP = device("Living Room", id: "uuid:living", dedup: ["10.0.0.5"])
-        let viaCast = device("Living Room TV", id: "cast-1234", protocolName: "cast", dedup: ["10.0.0.5", "mac:aa"])
-        let merged = MediaRouter.merge([[viaUPnP], [viaCast]])
+    @Test func routesOfTwoProvidersSharingAnIdentityAreOneDeviceWithTwoRoutes() {
+        let dlna = route("Living Room", id: "uuid:living", provider: "upnp", dedup: ["mac:aa:aa:aa:aa:aa:01"])
+        let cast = route("Living Room TV", id: "0123abcd", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:01"])
+        let merged = MediaRouter.merge([[dlna], [cast]])
         #expect(merged.count == 1)
-        let only = try #require(merged.first)
-        #expect(only.id == "uuid:living")
-        #expect(only.name == "Living Room")
-        #expect(only.protocolName == "upnp")
-        #expect(only.deduplicationIDs == ["10.0.0.5", "cast-1234", "mac:aa"])
+        #expect(merged[0].routes.map(\.provider) == ["upnp", "cast"], "both routes kept, in provider order")
+        #expect(merged[0].name == "Living Room" && merged[0].id == "upnp:uuid:living", "named after the preferred route")
+        #expect(merged[0].protocols == ["upnp", "cast"])
     }
 
-    @Test func sameIDWithoutDeduplicationIDsIsMerged() {
-        let a = device("Speaker", id: "same")
-        let b = device("Speaker (again)", id: "same", protocolName: "cast")
-        #expect(MediaRouter.merge([[a], [b]]).map(\.name) == ["Speaker"])
+    @Test func twoRoutesOfOneProviderAreNeverMergedEvenOnOneHost() {
+        // Two renderers on one host share its MAC: that identity merges nothing.
+        let first = route("Lab Renderer", id: "uuid:one", dedup: ["mac:aa:aa:aa:aa:aa:02"], address: "http://10.0.0.2:49494/d.xml")
+        let second = route("Lab Rygel", id: "uuid:two", dedup: ["mac:aa:aa:aa:aa:aa:02"], address: "http://10.0.0.2:49500/d.xml")
+        let merged = MediaRouter.merge([[first, second]])
+        #expect(merged.map(\.name) == ["Lab Renderer", "Lab Rygel"])
     }
 
-    @Test func distinctDevicesAreAllKeptInOrder() {
-        let a = device("A", id: "a", dedup: ["10.0.0.1"])
-        let b = device("B", id: "b", dedup: ["10.0.0.2"])
-        let c = device("C", id: "c", protocolName: "cast", dedup: ["10.0.0.3"])
-        let d = device("D", id: "d", protocolName: "cast")
-        let merged = MediaRouter.merge([[a, b], [c, d]])
-        #expect(merged.map(\.id) == ["a", "b", "c", "d"])
-        #expect(merged == [a, b, c, d])
+    @Test func anIdentityHeldByTwoRoutesOfOneProviderMergesNothingElse() {
+        // A Cast receiver on a host with two renderers: the shared MAC cannot say which renderer it is.
+        let a = route("Renderer A", id: "uuid:a", dedup: ["mac:aa:aa:aa:aa:aa:03"])
+        let b = route("Renderer B", id: "uuid:b", dedup: ["mac:aa:aa:aa:aa:aa:03"])
+        let cast = route("Receiver", id: "cafe", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:03"])
+        #expect(MediaRouter.merge([[a, b], [cast]]).count == 3)
+        // But a stronger identity still merges: the Cast id is also the renderer's UDN.
+        let castA = route("Receiver", id: "cafe", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:03", "uuid:a"])
+        let merged = MediaRouter.merge([[a.withIDs(["uuid:a", "mac:aa:aa:aa:aa:aa:03"]), b], [castA]])
+        #expect(merged.map { $0.routes.count } == [2, 1])
     }
 
-    @Test func aDuplicateKeepsTheFirstDevicesPosition() {
-        let a = device("A", id: "a")
-        let b = device("B", id: "b", dedup: ["10.0.0.2"])
-        let c = device("C", id: "c", protocolName: "cast")
-        let bAgain = device("B (cast)", id: "b-cast", protocolName: "cast", dedup: ["10.0.0.2"])
-        #expect(MediaRouter.merge([[a, b], [c, bAgain]]).map(\.id) == ["a", "b", "c"])
+    @Test func aChainOfIdentitiesNeverBringsTwoRoutesOfOneProviderTogether() {
+        let a = route("A", id: "uuid:a", dedup: ["k1"])
+        let c = route("C", id: "cast-c", provider: "cast", dedup: ["k1", "k2"])
+        let b = route("B", id: "uuid:b", dedup: ["k2"])
+        let merged = MediaRouter.merge([[a, b], [c]])
+        #expect(merged.allSatisfy { Set($0.routes.map(\.provider)).count == $0.routes.count })
+        #expect(merged.count == 2)
     }
 
-    @Test func emptyListsMergeToNothing() {
-        #expect(MediaRouter.merge([]).isEmpty)
+    @Test func anAddressIsNoIdentity() {
+        let a = route("A", id: "uuid:a", address: "http://10.0.0.5:1/d.xml")
+        let b = route("B", id: "cast-b", provider: "cast", address: "10.0.0.5:8009")
+        #expect(MediaRouter.merge([[a], [b]]).count == 2)
+    }
+
+    @Test func emptyListsMergeToNothingAndRepeatsOnce() {
         #expect(MediaRouter.merge([[], []]).isEmpty)
+        let a = route("A", id: "uuid:a")
+        #expect(MediaRouter.merge([[a, a]]).count == 1)
+    }
+}
+
+/// Counts a provider's runs across restarts.
+final class RunCounter: Sendable {
+    private let count = Mutex(0)
+    func next() -> Int { count.withLock { $0 += 1; return $0 } }
+}
+
+extension MediaRoute {
+    /// The same route asserting these identities.
+    func withIDs(_ ids: Set<String>) -> MediaRoute {
+        var copy = self
+        copy.deduplicationIDs = ids
+        return copy
     }
 }
 
 @Suite struct MediaRouterDiscoveryTests {
-    let tv = device("Kitchen TV", id: "uuid:tv", dedup: ["10.0.0.7"])
-    let speaker = device("Garden Speaker", id: "cast-garden", protocolName: "cast")
+    let tv = route("Kitchen TV", id: "uuid:tv", dedup: ["mac:aa:aa:aa:aa:aa:07"])
+    let speaker = route("Garden Speaker", id: "cast-garden", provider: "cast")
 
     @Test func deviceUpdatesReflectEveryProvidersSnapshots() async {
-        let tvAgain = device("Kitchen TV (Cast)", id: "cast-tv", protocolName: "cast", dedup: ["10.0.0.7"])
+        let tvAgain = route("Kitchen TV (Cast)", id: "cast-tv", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:07"])
         let router = MediaRouter(providers: [
             FixedProvider(name: "upnp", script: [(0, [tv])]),
             FixedProvider(name: "cast", script: [(0.05, [speaker]), (0.05, [speaker, tvAgain])]),
@@ -91,15 +116,15 @@ struct FixedProvider: RouteProvider {
         let updates = router.deviceUpdates()
         let discovery = Task { await router.run() }
         let both = await firstValue(in: updates, within: 5) { list in
-            list.contains { $0.id == "cast-garden" } && list.contains { $0.id == "uuid:tv" }
+            list.contains { $0.id == "cast:cast-garden" } && list.contains { $0.id == "upnp:uuid:tv" }
         }
         #expect(both != nil, "the router never listed both providers' devices")
-        // The TV seen again through Cast stays one entry, the UPnP one, with the Cast id added.
+        // The TV seen again through Cast is one device, named by its UPnP route, with both routes.
         let merged = await firstValue(in: router.deviceUpdates(), within: 5) { list in
-            list.first { $0.id == "uuid:tv" }?.deduplicationIDs.contains("cast-tv") == true
+            list.first { $0.id == "upnp:uuid:tv" }?.routes.count == 2
         }
         #expect(merged?.map(\.name) == ["Kitchen TV", "Garden Speaker"])
-        #expect(await router.devices.count == 2)
+        #expect(router.devices.count == 2)
         discovery.cancel()
         #expect(await finishes(discovery, within: 5), "run() did not return after its task was cancelled")
     }
@@ -108,9 +133,9 @@ struct FixedProvider: RouteProvider {
         let router = MediaRouter(providers: [FixedProvider(name: "upnp", script: [(0, [tv])])])
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
-        #expect(await firstValue(in: router.deviceUpdates(), within: 5) { !$0.isEmpty } == [tv])
+        #expect(await firstValue(in: router.deviceUpdates(), within: 5) { !$0.isEmpty } == [MediaDevice(routes: [tv])])
         // Subscribed after the list was known: the first value is that list.
-        #expect(await firstValue(in: router.deviceUpdates(), within: 5) == [tv])
+        #expect(await firstValue(in: router.deviceUpdates(), within: 5) == [MediaDevice(routes: [tv])])
     }
 
     @Test func waitForDeviceReturnsAsSoonAsTheDeviceAppears() async throws {
@@ -123,13 +148,12 @@ struct FixedProvider: RouteProvider {
         let start = ContinuousClock.now
         let found = try await router.waitForDevice(matching: "GARDEN speaker", timeout: 20)
         let elapsed = ContinuousClock.now - start
-        #expect(found.id == "cast-garden")
+        #expect(found.id == "cast:cast-garden")
         #expect(elapsed < .seconds(5), "waited \(elapsed) for a device sent after 0.3 s; the timeout was 20 s")
     }
 
     @Test func aPrefixWaitsForDiscoverySoALaterNamesakeMakesItAmbiguous() async throws {
-        let gardenLight = MediaDevice(id: "upnp-garden-light", name: "Garden Light", kind: .tv, protocolName: "upnp",
-                                      capabilities: .video, volumeControl: .none, accepts: .anything)
+        let gardenLight = route("Garden Light", id: "upnp-garden-light")
         let router = MediaRouter(providers: [
             FixedProvider(name: "cast", script: [(0, [speaker])]),
             FixedProvider(name: "upnp", script: [(0.1, [gardenLight])]),
@@ -137,7 +161,7 @@ struct FixedProvider: RouteProvider {
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         await #expect(throws: RouteError.self) { try await router.waitForDevice(matching: "garden", timeout: 3) }
-        #expect(try await router.waitForDevice(matching: "garden s", timeout: 0.5).id == "cast-garden")
+        #expect(try await router.waitForDevice(matching: "garden s", timeout: 0.5).id == "cast:cast-garden")
     }
 
     @Test func waitForDeviceThrowsUnknownDeviceAfterTheTimeout() async {
@@ -158,7 +182,7 @@ struct FixedProvider: RouteProvider {
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         let found = try await router.waitForDevice(matching: "Kitchn TV", timeout: 0.3)
-        #expect(found.id == "uuid:tv")
+        #expect(found.id == "upnp:uuid:tv")
     }
 
     @Test func deviceAtAddressAsksEachProviderInTurn() async throws {
@@ -166,7 +190,7 @@ struct FixedProvider: RouteProvider {
             FixedProvider(name: "upnp", script: [], addresses: [:]),
             FixedProvider(name: "cast", script: [], addresses: ["10.0.0.9:8009": speaker]),
         ])
-        #expect(try await router.device(at: "10.0.0.9:8009") == speaker)
+        #expect(try await router.device(at: "10.0.0.9:8009") == MediaDevice(routes: [speaker]))
     }
 
     @Test func deviceAtAddressNoProviderAnswersIsUnknownAddress() async {
@@ -179,10 +203,48 @@ struct FixedProvider: RouteProvider {
         }
     }
 
-    @Test func controllerForADeviceWithoutItsProviderIsUnreachable() async {
+    @Test func controllerForARouteWithoutItsProviderIsUnreachable() async {
         let router = MediaRouter(providers: [FixedProvider(name: "upnp", script: [])])
         await #expect(throws: RouteError.deviceUnreachable(device: "Garden Speaker", reason: "no cast provider is running")) {
             _ = try await router.controller(for: speaker)
         }
+    }
+}
+
+/// Providers have a life: starting, running, failed (their routes dropped), run again after a backoff.
+@Suite struct ProviderLifecycleTests {
+    @Test func aProviderThatFailsIsShownFailedItsRoutesDroppedAndItIsRunAgain() async throws {
+        let flaky = route("Flaky Speaker", id: "flaky-1", provider: "flaky")
+        let steady = route("Steady TV", id: "uuid:steady")
+        let router = MediaRouter(providers: [
+            FixedProvider(name: "upnp", script: [(0, [steady])]),
+            FixedProvider(name: "flaky", script: [(0, [flaky])], failures: 1),
+        ])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let failed = await firstValue(in: router.providerUpdates(), within: 5) { list in
+            list.first { $0.name == "flaky" }?.state == .failed
+        }
+        let status = try #require(failed?.first { $0.name == "flaky" })
+        #expect(status.lastError?.contains("scripted failure 1") == true)
+        #expect(!router.devices.contains { $0.name == "Flaky Speaker" }, "a failed provider's routes are dropped")
+        #expect(router.devices.contains { $0.name == "Steady TV" }, "the other provider goes on")
+        // Run again after the first backoff (1 s): running, its route back, one restart counted.
+        let back = await firstValue(in: router.providerUpdates(), within: 5) { list in
+            list.first { $0.name == "flaky" }.map { $0.state == .running && $0.restarts == 1 } ?? false
+        }
+        #expect(back != nil)
+        #expect(await firstValue(in: router.deviceUpdates(), within: 5) { $0.contains { $0.name == "Flaky Speaker" } } != nil)
+    }
+
+    @Test func statesGoFromStartingToRunningToStopped() async {
+        let router = MediaRouter(providers: [FixedProvider(name: "upnp", script: [(0.2, [])])])
+        #expect(router.providerStates.map(\.state) == [.stopped])
+        let discovery = Task { await router.run() }
+        #expect(await firstValue(in: router.providerUpdates(), within: 5) { $0.first?.state == .starting } != nil)
+        #expect(await firstValue(in: router.providerUpdates(), within: 5) { $0.first?.state == .running } != nil)
+        discovery.cancel()
+        #expect(await finishes(discovery, within: 5))
+        #expect(router.providerStates.map(\.state) == [.stopped])
     }
 }

@@ -21,9 +21,10 @@ func withCastSession(
     _ body: (CastSession, Recorder<CastStatus>, Task<Result<Void, any Error>, Never>) async throws -> Void
 ) async throws {
     TestEnvironment.configure()
-    let player = try await LocalProvider().controller(for: LocalProvider.device)
-    let session = CastSession(controller: player, titles: paths.map { URL(fileURLWithPath: $0).lastPathComponent },
-                              options: options) { index in try prepare(try await probe(paths[index])) }
+    let session = CastSession(device: LocalProvider.device, titles: paths.map { URL(fileURLWithPath: $0).lastPathComponent },
+                              options: options, open: { try await LocalProvider().controller(for: $0, context: testContext) }) { index in
+        CastSession.Prepared(route: LocalProvider.route, item: try prepare(try await probe(paths[index])))
+    }
     let status = Recorder(session.statusUpdates())
     let run = Task { () -> Result<Void, any Error> in
         do { try await session.run(); return .success(()) } catch { return .failure(error) }
@@ -33,10 +34,9 @@ func withCastSession(
     } catch {
         try? await session.stop()
         _ = await finishes(run, within: 5)
-        await player.close()
         throw error
     }
-    await player.close()
+    _ = await finishes(run, within: 5)
 }
 
 @Suite(.timeLimit(.minutes(1))) struct CastSessionTests {
@@ -62,7 +62,7 @@ func withCastSession(
             #expect(seen.last?.playback.state == .ended)
             #expect(seen.first { $0.index == 0 }?.title == "tone")
             #expect(seen.first { $0.index == 1 }?.title == "tone")
-            #expect(seen.allSatisfy { $0.device == LocalProvider.device })
+            #expect(seen.allSatisfy { $0.device == LocalProvider.device && $0.route == LocalProvider.route })
             #expect(ContinuousClock.now - start >= .milliseconds(3600), "two 2 s files took \(ContinuousClock.now - start)")
             #expect(await session.playback.state == .ended)
         }

@@ -10,17 +10,24 @@ import Testing
 /// A file:// URL for a path, as the cast preparer makes it.
 func fileURL(_ path: String) -> String { URL(fileURLWithPath: path).absoluteString }
 
-/// Runs `body` with a fresh local player and its status recorder, and closes the player afterwards.
+/// What a provider is handed when a test calls it directly: no discovery, nothing logged.
+let testContext = ProviderContext(log: .discard, discovery: .none) { _ in }
+
+/// Runs `body` with a fresh local player (its `run()` running) and its status recorder, and closes the
+/// player afterwards.
 func withLocalPlayer(_ body: (any RouteController, Recorder<PlaybackStatus>) async throws -> Void) async throws {
     TestEnvironment.configure()
-    let player = try await LocalProvider().controller(for: LocalProvider.device)
+    let player = try await LocalProvider().controller(for: LocalProvider.route, context: testContext)
+    let running = Task { try? await player.run() }
     let recorder = Recorder(player.statusUpdates())
     do {
         try await body(player, recorder)
     } catch {
+        running.cancel()
         await player.close()
         throw error
     }
+    running.cancel()
     await player.close()
 }
 
@@ -29,15 +36,18 @@ func withLocalPlayer(_ body: (any RouteController, Recorder<PlaybackStatus>) asy
         let provider = LocalProvider()
         #expect(provider.name == "local")
         #expect(LocalProvider.device.name == "This computer")
-        #expect(LocalProvider.device.protocolName == "local")
-        #expect(await firstValue(in: provider.discover(), within: 5) == [LocalProvider.device])
-        #expect(try await provider.device(at: "10.0.0.1:8009") == nil)
+        #expect(LocalProvider.device.protocols == ["local"])
+        let router = MediaRouter(providers: [provider])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        #expect(await firstValue(in: router.deviceUpdates(), within: 5) { !$0.isEmpty } == [LocalProvider.device])
+        #expect(try await provider.route(at: "10.0.0.1:8009", context: testContext) == nil)
     }
 
     @Test func playsAWAVToItsEndInRealTime() async throws {
         let samples = try await Samples.get()
         try await withLocalPlayer { player, status in
-            #expect(player.device == LocalProvider.device)
+            #expect(player.route == LocalProvider.route)
             let start = ContinuousClock.now
             try await player.load(MediaItem(url: fileURL(samples.wav), mimeType: "audio/wav", title: "tone", duration: 2),
                                   autoplay: true)
@@ -203,7 +213,7 @@ func withLocalPlayer(_ body: (any RouteController, Recorder<PlaybackStatus>) asy
 
     @Test func closeEndsStatusAndRefusesCommands() async throws {
         TestEnvironment.configure()
-        let player = try await LocalProvider().controller(for: LocalProvider.device)
+        let player = try await LocalProvider().controller(for: LocalProvider.route, context: testContext)
         let status = Recorder(player.statusUpdates())
         await player.close()
         try await status.waitForEnd(within: 5)

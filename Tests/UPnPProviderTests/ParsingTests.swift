@@ -83,17 +83,45 @@ private let description = """
         #expect(parsed.friendlyName.count <= DisplayText.nameLimit + 1)
     }
 
-    @Test func theDeviceTakesWhatProtocolInfoSays() throws {
+    @Test func theRouteTakesWhatProtocolInfoSaysAndAssertsOnlyIdentity() throws {
         let parsed = try parseDescription(description, location: "http://10.0.0.5:8080/root.xml")
-        let device = parsed.mediaDevice(sink: "http-get:*:audio/mpeg:*,http-get:*:video/mp4:DLNA.ORG_PN=AVC,rtsp-rtp-udp:*:video/h264:*")
-        #expect(device.id == "uuid:1234")
-        #expect(device.protocolName == "upnp")
-        #expect(device.kind == .tv)
-        #expect(device.capabilities == [.audio, .video])
-        #expect(device.accepts == .mimeTypes(["audio/mpeg", "video/mp4"]))
-        #expect(device.deduplicationIDs.contains("uuid:1234"))
-        #expect(device.volumeControl == .absolute)
-        #expect(device.accepts.accepts(mimeType: "audio/mp3"), "audio/mp3 is an alias of audio/mpeg")
+        let route = parsed.route(sink: "http-get:*:audio/mpeg:*,http-get:*:video/mp4:DLNA.ORG_PN=AVC,rtsp-rtp-udp:*:video/h264:*",
+                                 mac: "aa:bb:cc:dd:ee:ff")
+        #expect(route.id == "upnp:uuid:1234" && route.nativeID == "uuid:1234")
+        #expect(route.provider == "upnp" && route.protocolName == "upnp")
+        #expect(route.kind == .tv)
+        #expect(route.capabilities == [.audio, .video])
+        #expect(route.accepts == .mimeTypes(["audio/mpeg", "video/mp4"]))
+        #expect(route.deduplicationIDs == ["uuid:1234", "mac:aa:bb:cc:dd:ee:ff"], "a UDN and a MAC, never an address")
+        #expect(route.volumeControl == .absolute)
+        #expect(route.accepts.accepts(mimeType: "audio/mp3"), "audio/mp3 is an alias of audio/mpeg")
+    }
+
+    /// A Sonos-style root holding a MediaServer and a MediaRenderer: each device has its own UDN and its own
+    /// services, so the renderer's ConnectionManager is its own, not the server's.
+    @Test func embeddedDevicesAreWalkedEachWithItsOwnServices() throws {
+        let text = """
+        <root><device><deviceType>urn:schemas-upnp-org:device:ZonePlayer:1</deviceType><friendlyName>Kitchen</friendlyName>
+        <UDN>uuid:root</UDN><serviceList><service><serviceType>urn:schemas-upnp-org:service:DeviceProperties:1</serviceType>
+        <controlURL>/props</controlURL><eventSubURL>/props/e</eventSubURL><SCPDURL>/props.xml</SCPDURL></service></serviceList>
+        <deviceList>
+        <device><deviceType>urn:schemas-upnp-org:device:MediaServer:1</deviceType><friendlyName>Kitchen Media</friendlyName>
+        <UDN>uuid:server</UDN><serviceList><service><serviceType>urn:schemas-upnp-org:service:ConnectionManager:1</serviceType>
+        <controlURL>/ms/cm</controlURL><eventSubURL>/ms/cm/e</eventSubURL><SCPDURL>/ms/cm.xml</SCPDURL></service></serviceList></device>
+        <device><deviceType>urn:schemas-upnp-org:device:MediaRenderer:1</deviceType><friendlyName>Kitchen Speaker</friendlyName>
+        <UDN>uuid:renderer</UDN><serviceList>
+        <service><serviceType>urn:schemas-upnp-org:service:AVTransport:1</serviceType><controlURL>/mr/avt</controlURL><eventSubURL>/mr/avt/e</eventSubURL><SCPDURL>/mr/avt.xml</SCPDURL></service>
+        <service><serviceType>urn:schemas-upnp-org:service:ConnectionManager:1</serviceType><controlURL>/mr/cm</controlURL><eventSubURL>/mr/cm/e</eventSubURL><SCPDURL>/mr/cm.xml</SCPDURL></service>
+        </serviceList></device>
+        </deviceList></device></root>
+        """
+        let all = try DeviceDescription.parseAll(try XMLNode.parse(Data(text.utf8), limits: .document), location: "http://10.0.0.7:1400/xml/desc.xml")
+        #expect(all.map(\.udn) == ["uuid:root", "uuid:server", "uuid:renderer"])
+        let renderer = try #require(all.first { $0.isRenderer })
+        #expect(renderer.udn == "uuid:renderer" && renderer.friendlyName == "Kitchen Speaker")
+        #expect(renderer.service("ConnectionManager")?.controlURL == "http://10.0.0.7:1400/mr/cm")
+        #expect(renderer.service("AVTransport")?.controlURL == "http://10.0.0.7:1400/mr/avt")
+        #expect(all[0].service("AVTransport") == nil, "the root's services are its own")
     }
 }
 

@@ -1,12 +1,14 @@
-// CastSession: plays a queue on one device and takes commands while it plays — gapless where the device can,
-// with a deadline for starting, a set time for pictures, and items prepared only as the queue reaches them.
+// CastSession: plays a queue on one device and takes commands while it plays — each item over the route
+// that plays it best, gapless where the device can, with a deadline for starting, a set time for pictures,
+// and items prepared only as the queue reaches them. No GStreamer here: an app with its own pipeline uses it.
 
 import Foundation
-import RouteCore
 
-/// What a cast is doing: which item of how many, and the device's latest status.
+/// What a cast is doing: which item of how many, over which route, and the device's latest status.
 public struct CastStatus: Sendable, Hashable {
     public var device: MediaDevice
+    /// The route playing the current item.
+    public var route: MediaRoute
     /// Index of the current item in the queue.
     public var index: Int
     public var count: Int
@@ -19,10 +21,23 @@ public struct CastStatus: Sendable, Hashable {
 /// `run()` returns when the queue has played to its end or `stop()` was called, and throws when the
 /// device fails an item, cannot be reached, or does not start an item in time. Commands may be sent
 /// from any task while it runs. Items are prepared (probed, offered) only when the queue reaches them:
-/// the first plays without waiting for the rest.
+/// the first plays without waiting for the rest. Each prepared item names the route it goes over; the
+/// session opens that route's controller (and runs its `run()`) while items go over it, and moves to
+/// another route when an item needs one.
 public actor CastSession {
-    /// Makes the item at an index of the queue loadable (a file URI, or a URL on our server).
-    public typealias Preparer = @Sendable (Int) async throws -> MediaItem
+    /// An item made loadable, and the route it goes over.
+    public struct Prepared: Sendable {
+        public var route: MediaRoute
+        public var item: MediaItem
+        public init(route: MediaRoute, item: MediaItem) {
+            self.route = route
+            self.item = item
+        }
+    }
+    /// Makes the item at an index of the queue loadable (a file URI, or a URL on our server) over a route.
+    public typealias Preparer = @Sendable (Int) async throws -> Prepared
+    /// Opens a controller for a route (the router's `controller(for:)`).
+    public typealias Opener = @Sendable (MediaRoute) async throws -> any RouteController
 
     /// How the session paces the queue.
     public struct Options: Sendable {
@@ -53,10 +68,14 @@ public actor CastSession {
         }
     }
 
-    public nonisolated let controller: any RouteController
+    /// The device the queue plays on.
+    public nonisolated let device: MediaDevice
     private let titles: [String]
     private let options: Options
     private let prepare: Preparer
+    private let open: Opener
+    /// The controller of the route playing now.
+    private var controller: (any RouteController)?
     private let updates = Broadcast<CastStatus>()
     private var index = 0
     private var skipping = false
@@ -70,6 +89,10 @@ public actor CastSession {
     private var loadedURL: String?
     /// The next item, queued on the device to follow without a gap.
     private var queued: MediaItem?
+    /// The next item, prepared ahead (for another route, or one the device could not queue).
+    private var ahead: Prepared?
+    /// The next item, to be played over another route: the session moves there now.
+    private var handoff: Prepared?
     private var triedQueueing = false
     /// When the current URL was loaded, and whether it has played (or paused) since.
     private var loadedAt = ContinuousClock.now
@@ -81,12 +104,17 @@ public actor CastSession {
 
     /// Makes a session over items with these titles (shown until an item is prepared); nothing is sent
     /// to the device until `run()`.
-    public init(controller: any RouteController, titles: [String], options: Options = Options(), prepare: @escaping Preparer) {
-        self.controller = controller
+    public init(device: MediaDevice, titles: [String], options: Options = Options(), open: @escaping Opener,
+                prepare: @escaping Preparer) {
+        self.device = device
         self.titles = titles
         self.options = options
+        self.open = open
         self.prepare = prepare
     }
+
+    /// The route playing now, if any.
+    public var route: MediaRoute? { controller?.route }
 
     /// Status after every change, starting with the latest.
     public nonisolated func statusUpdates() -> AsyncStream<CastStatus> { updates.subscribe() }
@@ -100,6 +128,7 @@ public actor CastSession {
     private enum Event: Sendable {
         case status(PlaybackStatus)
         case statusEnded
+        case controllerFailed(String)
         case tick
     }
 
@@ -110,38 +139,71 @@ public actor CastSession {
     public func run() async throws {
         defer { updates.finish() }
         guard !titles.isEmpty, !stopping else { return }
-        let (events, sink) = AsyncStream<Event>.makeStream()
-        let statuses = controller.statusUpdates()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await status in statuses { sink.yield(.status(status)) }
-                sink.yield(.statusEnded)
-            }
-            group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    sink.yield(.tick)
-                }
-            }
-            defer { group.cancelAll() }
-            try await self.play(events)
+        var next = try await preparedItem(from: 0, failFast: true)
+        while let segment = next, !stopping {
+            next = try await play(from: segment)
         }
     }
 
-    private func play(_ events: AsyncStream<Event>) async throws {
-        guard let first = try await preparedItem(from: 0, failFast: true) else { return }
-        try await start(first)
+    /// Plays items over one route, from `first` on, with that route's controller open and running;
+    /// returns the next item when it needs another route, nil at the end of the queue.
+    private func play(from first: Prepared) async throws -> Prepared? {
+        let controller = try await open(first.route)
+        self.controller = controller
+        handoff = nil
+        queued = nil
+        triedQueueing = false
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let statuses = controller.statusUpdates()
+        do {
+            let result = try await withThrowingTaskGroup(of: Void.self) { group -> Prepared? in
+                group.addTask {
+                    do { try await controller.run() } catch is CancellationError {} catch {
+                        sink.yield(.controllerFailed("\(error)"))
+                    }
+                }
+                group.addTask {
+                    for await status in statuses { sink.yield(.status(status)) }
+                    sink.yield(.statusEnded)
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(250))
+                        sink.yield(.tick)
+                    }
+                }
+                defer { group.cancelAll() }
+                try await self.start(first.item)
+                return try await self.follow(events)
+            }
+            await controller.close()
+            return result
+        } catch {
+            // Leave the device quiet: it must not go on playing from a server that is about to close. But
+            // not when another controller took it over (route does not fight it) or it is gone.
+            if latest.endReason != .replaced, latest.endReason != .deviceGone { try? await controller.stop() }
+            await controller.close()
+            throw error
+        }
+    }
+
+    /// Handles the route's events until its part of the queue is over.
+    private func follow(_ events: AsyncStream<Event>) async throws -> Prepared? {
         for await event in events {
             switch event {
             case .tick: try await tick()
             case .status(let reported): try await handle(reported)
+            case .controllerFailed(let reason):
+                throw RouteError.playbackFailed(device: device.name, item: title, reason: reason)
             case .statusEnded:
-                guard !finished else { return }
-                throw RouteError.playbackFailed(device: controller.device.name, item: title,
+                guard !finished, handoff == nil else { break }
+                throw RouteError.playbackFailed(device: device.name, item: title,
                                                 reason: "the connection to the device ended without a final state")
             }
-            if finished { return }
+            if finished { return nil }
+            if let handoff { return handoff }
         }
+        return finished ? nil : handoff
     }
 
     /// The title of the current item.
@@ -149,7 +211,7 @@ public actor CastSession {
 
     /// Prepares the first item from `start` on that can be prepared, skipping (and reporting) the others;
     /// nil when none is left. With `failFast`, the first failure is thrown instead.
-    private func preparedItem(from start: Int, failFast: Bool = false) async throws -> MediaItem? {
+    private func preparedItem(from start: Int, failFast: Bool = false) async throws -> Prepared? {
         var next = start
         while next < titles.count {
             do {
@@ -190,17 +252,25 @@ public actor CastSession {
         latest = status
         if status.state == .playing || status.state == .paused { started = true }
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
-        updates.send(CastStatus(device: controller.device, index: index, count: titles.count, title: title, playback: status))
+        guard let controller else { return }
+        updates.send(CastStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status))
         if status.state == .failed {
-            throw RouteError.playbackFailed(device: controller.device.name, item: title, reason: status.error ?? "playback failed")
+            throw RouteError.playbackFailed(device: device.name, item: title, reason: status.error ?? "playback failed")
         }
         if status.state == .playing, !triedQueueing, !skipping, !stopping, index + 1 < titles.count,
            !isImage {
             // Best effort: if the next item cannot be prepared or queued now, it is loaded (and any error
-            // reported) when the current one ends; the current one plays on.
+            // reported) when the current one ends; the current one plays on. An item for another route
+            // is kept for the move there.
             triedQueueing = true
-            if let next = try? await prepare(index + 1), (try? await controller.setNext(next)) == true {
-                queued = next
+            if let next = try? await prepare(index + 1) {
+                if next.route.id != controller.route.id {
+                    ahead = next
+                } else if (try? await controller.setNext(next.item)) == true {
+                    queued = next.item
+                } else {
+                    ahead = next
+                }
             }
         }
         guard status.isFinal else { return }
@@ -212,15 +282,19 @@ public actor CastSession {
 
     private var isImage: Bool { current?.kind.contains(.image) ?? false }
 
-    /// The current item is over: on to the next one (the queued one, if any), or the end.
+    /// The current item is over: on to the next one (the queued one, if any), or the end; an item for
+    /// another route is handed over to `run()`.
     private func advance() async throws {
         guard !stopping, index + 1 < titles.count else {
             finished = true
             return
         }
-        let next: MediaItem
-        if let ready = queued {
+        let next: Prepared
+        if let ready = queued, let route = controller?.route {
             // Queued on the device, which stopped anyway: load it.
+            next = Prepared(route: route, item: ready)
+            index += 1
+        } else if let ready = ahead {
             next = ready
             index += 1
         } else if let prepared = try await preparedItem(from: index + 1) {
@@ -230,8 +304,13 @@ public actor CastSession {
             return
         }
         queued = nil
+        ahead = nil
         triedQueueing = false
-        try await start(next)
+        guard next.route.id == controller?.route.id else {
+            handoff = next
+            return
+        }
+        try await start(next.item)
     }
 
     /// Four times a second: the deadline for starting, whether the device fetched what it says it plays,
@@ -243,13 +322,13 @@ public actor CastSession {
         loaded.url = loadedURL ?? item.url
         if let access = options.access(loaded) {
             if let problem = access.problem {
-                throw RouteError.playbackFailed(device: controller.device.name, item: title,
-                                                reason: "\(controller.device.name) could not fetch it: \(problem)")
+                throw RouteError.playbackFailed(device: device.name, item: title,
+                                                reason: "\(device.name) could not fetch it: \(problem)")
             }
             if access.requests == 0, latest.state == .playing, now - loadedAt > options.fetchDeadline {
                 let seconds = Int(options.fetchDeadline.components.seconds)
-                throw RouteError.playbackFailed(device: controller.device.name, item: title, reason:
-                    "\(controller.device.name) says it is playing, but in \(seconds) s it has not fetched anything from route "
+                throw RouteError.playbackFailed(device: device.name, item: title, reason:
+                    "\(device.name) says it is playing, but in \(seconds) s it has not fetched anything from route "
                     + "(served at \(access.servedFrom)); check that no firewall here blocks that port and that the device "
                     + "can reach this address (ROUTE_UPNP_INTERFACE picks the interface)")
             }
@@ -257,7 +336,7 @@ public actor CastSession {
         if !started, now - loadedAt > options.startTimeout {
             let seconds = Int(options.startTimeout.components.seconds)
             let reported = latest.deviceState.map { "it reported \($0)" } ?? "it reported nothing"
-            throw RouteError.playbackFailed(device: controller.device.name, item: title,
+            throw RouteError.playbackFailed(device: device.name, item: title,
                                             reason: "it did not start playing within \(seconds) s; \(reported)")
         }
         guard isImage, let since = shownSince, now - since >= options.imageDuration else { return }
@@ -266,12 +345,13 @@ public actor CastSession {
         } else {
             // The last picture has been shown: the queue is done, and the device is left at rest.
             finished = true
-            try? await controller.stop()
+            try? await controller?.stop()
         }
     }
 
-    /// Loads an item and makes it the current one.
+    /// Loads an item on the current route and makes it the current one.
     private func start(_ item: MediaItem) async throws {
+        guard let controller else { return }
         current = item
         loadedURL = item.url
         offset = 0
@@ -292,18 +372,25 @@ public actor CastSession {
         return status
     }
 
-    /// Pauses when playing, plays when paused.
-    public func togglePause() async throws {
-        if latest.state == .playing || latest.state == .loading { try await controller.pause() } else { try await controller.play() }
+    /// The controller of the route playing now; throws when nothing is loaded yet.
+    private func playing() throws -> any RouteController {
+        guard let controller else { throw RouteError.commandFailed(device: device.name, command: "that", reason: "nothing is loaded yet") }
+        return controller
     }
 
-    public func play() async throws { try await controller.play() }
-    public func pause() async throws { try await controller.pause() }
+    /// Pauses when playing, plays when paused.
+    public func togglePause() async throws {
+        if latest.state == .playing || latest.state == .loading { try await playing().pause() } else { try await playing().play() }
+    }
+
+    public func play() async throws { try await playing().play() }
+    public func pause() async throws { try await playing().pause() }
 
     /// Seeks within the current item (absolute or relative to the reported position). A converted
     /// stream is reloaded from the new position, since devices cannot seek in it by bytes.
     public func seek(_ target: SeekTarget) async throws {
         let position = target.resolved(from: latest.position, duration: latest.duration)
+        let controller = try playing()
         guard let current, current.isConverted else {
             try await controller.seek(to: position)
             return
@@ -321,12 +408,12 @@ public actor CastSession {
 
     /// Sets the volume (0…1).
     public func setVolume(_ level: Double) async throws {
-        try await controller.setVolume(min(1, max(0, level)))
+        try await playing().setVolume(min(1, max(0, level)))
     }
 
     /// Mutes or unmutes.
     public func setMuted(_ muted: Bool) async throws {
-        try await controller.setMuted(muted)
+        try await playing().setMuted(muted)
     }
 
     /// Mutes when unmuted, unmutes when muted.
@@ -342,12 +429,12 @@ public actor CastSession {
     /// Skips to the next item (ends the session after the last one).
     public func next() async throws {
         skipping = true
-        try await controller.stop()
+        try await playing().stop()
     }
 
     /// Stops playback and ends `run()`.
     public func stop() async throws {
         stopping = true
-        try await controller.stop()
+        try await controller?.stop()
     }
 }
