@@ -39,6 +39,9 @@ actor RendererController: RouteController {
     /// Whether the renderer has reported the URI route loaded since the load: until it has, a report of
     /// another URI is an old one (the event a new subscription starts with), not a takeover.
     private var sawOurURI = false
+    /// The loaded item's duration is route's own (probed): renderers report the previous track's for a
+    /// while after a new URI (gmediarender does), so their report only fills in an unknown one.
+    private var durationIsProbed = false
     /// Whether a NextURI of ours may be on the renderer (cleared on load, stop and close).
     private var mayHaveNext = true
     /// Counts loads: a poll answered for an earlier load must not change the status of this one.
@@ -122,6 +125,7 @@ actor RendererController: RouteController {
         generation += 1
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
         status.itemURL = item.url
+        durationIsProbed = item.duration != nil
         nextItem = nil
         positionAt = .now
         sawPlaying = false
@@ -253,7 +257,7 @@ actor RendererController: RouteController {
             if let state = changes["TransportState"] { applyTransportState(state) }
             if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
-            if let duration = NetworkNumber.clock(changes["CurrentTrackDuration"]), duration > 0 { status.duration = duration }
+            adoptReported(duration: changes["CurrentTrackDuration"])
             publish()
         case .byebye(let udn, _) where udn == renderer.description.udn:
             gone = true
@@ -291,7 +295,7 @@ actor RendererController: RouteController {
                         status.position = rel
                         positionAt = .now
                     }
-                    if let duration = NetworkNumber.clock(position["TrackDuration"]), duration > 0 { status.duration = duration }
+                    adoptReported(duration: position["TrackDuration"])
                 }
                 lastAnswer = .now
                 badReplies = 0
@@ -326,6 +330,12 @@ actor RendererController: RouteController {
         }
     }
 
+    /// A duration the renderer reported, kept only when route does not know the item's own.
+    private func adoptReported(duration text: String?) {
+        guard !durationIsProbed, let duration = NetworkNumber.clock(text), duration > 0 else { return }
+        status.duration = duration
+    }
+
     /// The renderer moved on to the queued item: the status is now that item's.
     private func advance(to next: MediaItem) {
         nextItem = nil
@@ -333,6 +343,7 @@ actor RendererController: RouteController {
         status = PlaybackStatus(state: .playing, duration: next.duration, volume: status.volume, title: next.title)
         status.muted = muted
         status.itemURL = next.url
+        durationIsProbed = next.duration != nil
         positionAt = .now
         sawPlaying = true
         expectingStop = false

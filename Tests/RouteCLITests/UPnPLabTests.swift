@@ -93,6 +93,23 @@ extension LabTests {
             }
         }
 
+        /// gmediarender reports the previous track's duration for a while after a new URI: a seek must use
+        /// the new file's own length, not clamp to the old one.
+        @Test func aSeekRightAfterAShorterTrackUsesTheNewTracksLength() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let short = try await sandbox.wav("short.wav", seconds: 2)
+                try await sandbox.run(["cast", short, "--to", Lab.rendererName], environment: upnp, timeout: 20).expectSuccess()
+                let long = try await sandbox.wav("long.wav", seconds: 20)
+                let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                try await sandbox.run(["seek", "12", "--to", "lab"]).expectSuccess()
+                try await Lab.until("the renderer's position is near 12 s", within: 3) { try (11.5...15).contains(Lab.position()) }
+                try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
+                #expect(await cast.finish(within: 5).status == 0)
+            }
+        }
+
         @Test(arguments: [Lab.renderer, "10.77.0.2:49494"])
         func castByAddressPlaysToTheEnd(address: String) async throws {
             try await Lab.stopRenderer()
