@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "RouteCore", targets: ["RouteCore"]),
         .library(name: "RouteMedia", targets: ["RouteMedia"]),
         .library(name: "UPnPProvider", targets: ["UPnPProvider"]),
+        .library(name: "MDNSDiscovery", targets: ["MDNSDiscovery"]),
     ],
     targets: [
         systemLibrary("CGStreamer", pkgConfig: "gstreamer-1.0", apt: ["libgstreamer1.0-dev"]),
@@ -39,7 +40,8 @@ let package = Package(
             swiftSettings: swift6
         ),
         .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
-        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider"], swiftSettings: swift6),
+        .target(name: "MDNSDiscovery", dependencies: ["RouteCore", "CAvahiClient"], path: "Plugins/MDNS", swiftSettings: swift6),
+        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
         .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP"],

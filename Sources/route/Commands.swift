@@ -2,12 +2,13 @@
 
 import Foundation
 import RouteCore
+import MDNSDiscovery
 import RouteMedia
 import UPnPProvider
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
-    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve]
+    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.browse]
         + Specs.controls.map(\.spec)
 
     static func run(_ arguments: [String]) async -> ExitCode {
@@ -36,6 +37,8 @@ enum RouteCommandLine {
             case "cast": return try await Cast.run(parsed)
             case "probe": return try Probe.run(parsed)
             case "serve": return try await Serve.run(parsed)
+            case "providers": return try await ProvidersCommand.run(parsed)
+            case "browse": return try await Browse.run(parsed)
             default: return try await Control.run(name, parsed)
             }
         } catch {
@@ -123,11 +126,13 @@ enum Providers {
     /// (nothing multicasts for "This computer" alone).
     static func discovery(for providers: [any RouteProvider]) -> DiscoveryServices {
         guard discoverNetwork(providers) else { return .none }
-        return DiscoveryServices(ssdp: ssdp)
+        return DiscoveryServices(ssdp: ssdp, dnssd: dnssd)
     }
 
     /// The process's SSDP service.
     static let ssdp = SSDPService(log: CLILog.named("upnp"))
+    /// The process's DNS-SD service (avahi-daemon on the system D-Bus).
+    static let dnssd = AvahiBrowser(log: CLILog.named("mdns"))
 
     /// A router over the selected providers, logging to stderr.
     static func router(_ parsed: ParsedArguments) throws -> (MediaRouter, [any RouteProvider]) {

@@ -54,6 +54,29 @@ enum Specs {
         examples: ["route serve movie.mkv", "route serve --bind 10.0.0.2 --port 8200 song.flac",
                    "route serve --as audio/mpeg song.flac", "route serve --as video/mp2t movie.mkv"])
 
+    static let providers = CommandSpec(
+        name: "providers", summary: "show each provider's state: running, failed (and why), stopped", positionals: "",
+        minPositionals: 0, maxPositionals: 0, options: [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers],
+        details: """
+        Runs the providers for --timeout seconds (default 3), then prints each one's state, how many routes it found,
+        how many times it was restarted after failing, and its last error. A provider that fails is run again after a
+        backoff (1 s, doubling to 60 s); its devices are dropped meanwhile.
+        """,
+        examples: ["route providers", "route providers --json --timeout 5"])
+
+    static let browse = CommandSpec(
+        name: "browse", summary: "print what the shared SSDP and mDNS discovery see, raw, as it arrives", positionals: "TYPE...",
+        minPositionals: 1, maxPositionals: .max,
+        options: [CommonOptions.json, OptionSpec(name: "timeout", value: "SECONDS", help: "stop after this long (default: run until Ctrl-C)")],
+        details: """
+        The tool for a device that does not show. A TYPE that starts with _ is a DNS-SD service type, browsed and
+        resolved through avahi-daemon (+ found, - removed, with host, address, port and TXT); anything else is an SSDP
+        search target (urn:…, upnp:rootdevice, ssdp:all), searched now and every 10 s (+ reply or alive, - byebye).
+        With --json, one JSON object per line.
+        """,
+        examples: ["route browse _googlecast._tcp urn:schemas-upnp-org:device:MediaRenderer:1", "route browse ssdp:all --timeout 5",
+                   "route browse _mpd._tcp --json"])
+
     /// The commands that control a running cast from another terminal.
     static let controls: [(spec: CommandSpec, command: String)] = [
         control("play", "resume playback on a device", "", []),

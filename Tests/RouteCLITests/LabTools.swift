@@ -29,6 +29,23 @@ enum Lab {
 
     static let rygelName = "Lab Rygel"
 
+    /// Runs nftables in namespace B (the renderers' side): `nft ARGS`.
+    static func nft(_ arguments: [String]) throws {
+        let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, ["exec-b", "nft"] + arguments)
+        if output.status != 0 { throw ToolFailed(description: "nft \(arguments.joined(separator: " ")): \(output.text)") }
+    }
+
+    /// Starts `scripts/lab ARGS` in the background (an `exec-b avahi-publish …`); the caller stops it.
+    static func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Runs `scripts/lab ARGS` (e.g. `kill-renderer --hard`); throws with its output when it fails.
     static func control(_ arguments: String...) throws {
         let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, arguments)
