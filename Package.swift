@@ -26,7 +26,6 @@ let package = Package(
         systemLibrary("CSoup", pkgConfig: "libsoup-3.0", apt: ["libsoup-3.0-dev"]),
         systemLibrary("CAvahiClient", pkgConfig: "avahi-client", apt: ["libavahi-client-dev"]),
         systemLibrary("CUPnP", pkgConfig: "libupnp", apt: ["libupnp-dev"]),
-        systemLibrary("COpenSSL", pkgConfig: "openssl", apt: ["libssl-dev"]),
         systemLibrary("CLibXML2", pkgConfig: "libxml-2.0", apt: ["libxml2-dev"]),
         .target(
             name: "CRouteShim",

@@ -10,17 +10,9 @@
 
 /// g_object_set is variadic: one typed setter per property kind.
 void route_object_set_string(gpointer object, const char *property, const char *value);
-void route_object_set_int(gpointer object, const char *property, gint value);
-void route_object_set_uint(gpointer object, const char *property, guint value);
-void route_object_set_int64(gpointer object, const char *property, gint64 value);
-void route_object_set_uint64(gpointer object, const char *property, guint64 value);
 void route_object_set_double(gpointer object, const char *property, gdouble value);
 void route_object_set_bool(gpointer object, const char *property, gboolean value);
 void route_object_set_object(gpointer object, const char *property, gpointer value);
-
-/// g_object_get is variadic: typed getters.
-gdouble route_object_get_double(gpointer object, const char *property);
-gint route_object_get_int(gpointer object, const char *property);
 
 /// g_signal_connect is a macro; connects `callback` (cast to GCallback) with `data`.
 gulong route_signal_connect(gpointer instance, const char *signal, const void *callback, gpointer data);
