@@ -166,7 +166,7 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
                 var text = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
                 avahi_address_snprint(&text, text.count, address)
                 let service = DNSSDService(name: String(cString: name), type: String(cString: type), domain: String(cString: domain),
-                                           host: String(cString: host), address: String(cString: text), port: Int(port),
+                                           host: String(cString: host), address: String(cBuffer: text), port: Int(port),
                                            txt: AvahiBrowser.pairs(txt), interface: Int32(interface))
                 Unmanaged<AvahiBrowser>.fromOpaque(data).takeUnretainedValue().resolved(service)
             }, me)

@@ -73,17 +73,6 @@ struct DocumentProblem: Error, CustomStringConvertible, Equatable {
     var description: String { "the document at \(url) \(problem)" }
 }
 
-/// The numeric host of a socket address (`10.0.0.5`), or "" when there is none.
-private func numericHost(_ address: UnsafePointer<sockaddr_storage>?) -> String {
-    guard let address else { return "" }
-    var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-    let length = socklen_t(address.pointee.ss_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
-    let code = address.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
-    }
-    return code == 0 ? String(cString: host) : ""
-}
-
 extension XMLNode {
     /// Copies a libupnp DOM into a bounded tree, walking it with its parent links instead of recursion,
     /// and within `limits` (libupnp has already parsed it; printing it to parse it again would cost twice).
@@ -222,7 +211,7 @@ final class UPnPStack: Sendable {
             return .alive(udn: udn, deviceType: String(cString: UpnpDiscovery_get_DeviceType_cstr(d)),
                           location: String(cString: UpnpDiscovery_get_Location_cstr(d)),
                           maxAge: Int(UpnpDiscovery_get_Expires(d)), announced: type == UPNP_DISCOVERY_ADVERTISEMENT_ALIVE,
-                          sender: numericHost(UpnpDiscovery_get_DestAddr(d)))
+                          sender: SocketAddress(copying: UpnpDiscovery_get_DestAddr(d))?.numericHost ?? "")
         case UPNP_DISCOVERY_ADVERTISEMENT_BYEBYE:
             let d = OpaquePointer(event)
             return .byebye(udn: SSDPReply.udn(fromUSN: String(cString: UpnpDiscovery_get_DeviceID_cstr(d))),
@@ -319,7 +308,7 @@ final class UPnPStack: Sendable {
                 UpnpSubscribe(handle, eventURL, &timeout, buffer.baseAddress!)
             }
             guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: "subscribing to \(eventURL)") }
-            return String(cString: sid)
+            return String(cBuffer: sid)
         }
     }
 

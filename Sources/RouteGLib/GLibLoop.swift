@@ -9,29 +9,39 @@ import Synchronization
 ///
 /// GLib-based objects (a libsoup server and its messages) are created and touched only on their
 /// loop's thread; `perform` runs a closure there and returns its result to the caller. A loop's
-/// thread starts with it and lives as long as the process.
+/// thread starts with its first `perform` or `async` and lives as long as the process.
 public final class GLibLoop: Sendable {
     private nonisolated(unsafe) let context: OpaquePointer
-    private let ready = DispatchSemaphore(value: 0)
+    private let name: String
+    private let started = Mutex(false)
 
-    /// Starts a loop on a thread of its own, named `name`. Loops are meant to live as long as the
-    /// process: make them once (a `static let`), not per request.
+    /// A loop whose thread will be named `name`. Loops are meant to live as long as the process: make
+    /// them once (a `static let`), not per request.
     public init(name: String) {
         context = g_main_context_new()
-        nonisolated(unsafe) let context = self.context
-        let ready = self.ready
-        let thread = Thread {
-            g_main_context_push_thread_default(context)
-            // Own the context before anyone may call `perform`: g_main_context_invoke runs a
-            // function inline, on the caller's thread, when no thread owns the context yet.
-            g_main_context_acquire(context)
-            let loop = g_main_loop_new(context, 0)
-            ready.signal()
-            g_main_loop_run(loop)
+        self.name = name
+    }
+
+    /// Starts the loop's thread the first time; returns once the thread owns the context.
+    private func startIfNeeded() {
+        started.withLock { started in
+            guard !started else { return }
+            started = true
+            nonisolated(unsafe) let context = self.context
+            let ready = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                g_main_context_push_thread_default(context)
+                // Own the context before anyone may call `perform`: g_main_context_invoke runs a
+                // function inline, on the caller's thread, when no thread owns the context yet.
+                g_main_context_acquire(context)
+                let loop = g_main_loop_new(context, 0)
+                ready.signal()
+                g_main_loop_run(loop)
+            }
+            thread.name = name
+            thread.start()
+            ready.wait()
         }
-        thread.name = name
-        thread.start()
-        ready.wait()
     }
 
     /// Whether the caller is on the loop's thread.
@@ -41,6 +51,7 @@ public final class GLibLoop: Sendable {
     /// itself (runs inline). Keep `body` short: it blocks every other GLib callback while it runs.
     public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
         if isCurrent { return try body() }
+        startIfNeeded()
         let box = ResultBox<T>(body)
         let unmanaged = Unmanaged.passRetained(box)
         g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { data in
@@ -56,6 +67,7 @@ public final class GLibLoop: Sendable {
 
     /// Schedules `body` on the loop thread without waiting.
     public func async(_ body: @escaping @Sendable () -> Void) {
+        startIfNeeded()
         let box = ResultBox<Void>(body)
         g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { data in
             (Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue() as! any Runnable).run()

@@ -99,27 +99,17 @@ public enum LocalAddress {
         var host = address
         if let url = URL(string: address), let urlHost = url.host, address.contains("://") { host = urlHost }
         else if let colon = host.lastIndex(of: ":"), !host.contains("]") { host = String(host[..<colon]) }
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = in_port_t(9).bigEndian
-        guard inet_pton(AF_INET, host, &remote.sin_addr) == 1 else {
+        guard let remote = SocketAddress(numericHost: host, port: 9), remote.family == AF_INET else {
             throw MediaError.server("\"\(host)\" is not an IPv4 address")
         }
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
-        let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        guard remote.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             throw MediaError.server("no route to \(host): \(String(cString: strerror(errno)))")
         }
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        guard let local = SocketAddress(localOf: fd) else {
+            throw MediaError.server("no local address toward \(host): \(String(cString: strerror(errno)))")
         }
-        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-        inet_ntop(AF_INET, &local.sin_addr, &text, socklen_t(INET_ADDRSTRLEN))
-        return String(cString: text)
+        return local.numericHost
     }
 }

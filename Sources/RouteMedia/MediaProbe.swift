@@ -63,8 +63,21 @@ public struct CoverArt: Sendable, Hashable, Codable {
 
 /// Probes media files with GStreamer's discoverer.
 public enum MediaProbe {
-    /// Inspects a file. Blocking (runs the discoverer synchronously, at most `timeout` seconds);
-    /// call from a background task.
+    /// Threads for probes from async code: the discoverer blocks, and the cooperative pool must not.
+    private static let threads = BlockingThreads(name: "route-probe", count: 2)
+
+    /// Inspects a file on one of route's probe threads; a cancelled caller stops waiting at once.
+    /// - Throws: `MediaError`, as the blocking `probe`; `CancellationError` when the task is cancelled.
+    public static func probe(_ path: String, timeout: Double = 10) async throws -> MediaInfo {
+        // The discoverer gives up after `timeout`; the wait allows for its start-up on a loaded machine.
+        try await threads.run(timeout: .milliseconds(Int(timeout * 1000) + 5000),
+                              timedOut: { MediaError.notMedia(path, reason: "GStreamer gave up after \(Int(timeout)) s") }) {
+            try probe(path, timeout: timeout) as MediaInfo
+        }
+    }
+
+    /// Inspects a file. Blocking (runs the discoverer synchronously, at most `timeout` seconds): from
+    /// async code, use the async `probe`.
     /// - Throws: `MediaError` naming the file and the problem (missing, directory, unreadable,
     ///   empty, not media).
     public static func probe(_ path: String, timeout: Double = 10) throws(MediaError) -> MediaInfo {

@@ -167,54 +167,24 @@ private struct ListeningSocket {
     let port: UInt16
 
     init(address: String, port: UInt16) throws {
-        guard let (numeric, length, family) = Self.socketAddress(address, port: port) else {
+        guard let numeric = SocketAddress(numericHost: address, port: port) else {
             throw MediaError.server("\"\(address)\" is not an IP address of this machine")
         }
-        var storage = numeric
-        let fd = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = Glibc.socket(numeric.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw MediaError.server("cannot make a socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0, Glibc.listen(fd, 128) == 0 else {
+        guard numeric.withSockaddr({ bind(fd, $0, $1) }) == 0, Glibc.listen(fd, 128) == 0 else {
             let reason = errno == EADDRINUSE ? "the port is in use by another program" : String(cString: strerror(errno))
             Glibc.close(fd)
             throw MediaError.server("cannot listen on \(address):\(port): \(reason)")
         }
-        var local = sockaddr_storage()
-        var size = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &size) } }
-        let raw = family == AF_INET6
-            ? withUnsafeBytes(of: local) { $0.load(as: sockaddr_in6.self).sin6_port }
-            : withUnsafeBytes(of: local) { $0.load(as: sockaddr_in.self).sin_port }
         self.fd = fd
-        self.port = UInt16(bigEndian: raw)
+        self.port = SocketAddress(localOf: fd)?.port ?? port
     }
 
     /// Closes this descriptor (the loops keep their duplicates).
     func close() { Glibc.close(fd) }
-
-    /// A numeric IPv4 or IPv6 address and port as a sockaddr, its length and family; nil when not numeric.
-    private static func socketAddress(_ address: String, port: UInt16) -> (sockaddr_storage, socklen_t, Int32)? {
-        var storage = sockaddr_storage()
-        var v4 = sockaddr_in()
-        var v6 = sockaddr_in6()
-        if inet_pton(AF_INET, address, &v4.sin_addr) == 1 {
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = port.bigEndian
-            withUnsafeBytes(of: v4) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
-            return (storage, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
-        }
-        if inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 {
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = port.bigEndian
-            withUnsafeBytes(of: v6) { raw in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: raw) } }
-            return (storage, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
-        }
-        return nil
-    }
 }
 
 /// How many connections route keeps open, from one client and in all, shared by every loop's server.
@@ -338,7 +308,7 @@ final class ServerCore: @unchecked Sendable {
             return 1
         }
         let sweepSource = g_timeout_source_new(1000)!
-        g_source_set_callback(sweepSource, unsafeBitCast(sweep, to: GSourceFunc.self), me, nil)
+        g_source_set_callback(sweepSource, sweep, me, nil)
         g_source_attach(sweepSource, context)
         sources = [acceptSource, sweepSource]
     }

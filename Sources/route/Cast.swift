@@ -36,7 +36,8 @@ enum Cast {
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
         }
-        defer { control.close() }
+        // Ends with this function, after any reply being written.
+        async let _ = control.run()
         let interrupted = InterruptFlag()
         let keys = KeyReader.isAvailable ? KeyReader() : nil
         // The first Ctrl-C stops the device and ends the cast; a second one exits at once (a device
@@ -137,13 +138,7 @@ actor ProbeAhead {
     func info(_ index: Int) async throws -> MediaInfo {
         for ahead in index...min(paths.count - 1, index + Self.lookahead) where probes[ahead] == nil {
             let path = paths[ahead]
-            probes[ahead] = Task {
-                try await withCheckedThrowingContinuation { continuation in
-                    let thread = Thread { continuation.resume(with: Result { try MediaProbe.probe(path) }) }
-                    thread.name = "route-probe"
-                    thread.start()
-                }
-            }
+            probes[ahead] = Task { try await MediaProbe.probe(path) }
         }
         return try await probes[index]!.value
     }
@@ -177,7 +172,7 @@ enum DeviceChoice {
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
-        let devices = await router.devices
+        let devices = router.devices
         if devices.isEmpty { throw RouteError.unknownDevice(query: "(any)", candidates: []) }
         if devices.count == 1 { return devices[0] }
         guard KeyReader.isAvailable else {

@@ -26,7 +26,7 @@ enum Devices {
         }
         if timeout == 0 { await printer.value } else { _ = try? await deadline.value }
         printer.cancel()
-        if json { print(try JSONOutput.string(await router.devices)) }
+        if json { print(try JSONOutput.string(router.devices)) }
         return .success
     }
 

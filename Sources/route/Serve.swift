@@ -8,7 +8,7 @@ enum Serve {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         var files: [MediaInfo] = []
         for path in parsed.positionals {
-            files.append(try await Task.detached { try MediaProbe.probe(path) }.value)
+            files.append(try await MediaProbe.probe(path))
         }
         let portText = parsed["port"] ?? "0"
         guard let port = UInt16(portText) else { throw UsageError(description: "--port takes 0 to 65535, not \"\(portText)\"") }

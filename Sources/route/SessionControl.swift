@@ -81,17 +81,14 @@ enum SessionDirectory {
 
 /// The listening side, run by `route cast` for as long as it plays.
 final class SessionControlServer: @unchecked Sendable {
-    // Safety: `fd` and `path` are set once in init; `closed` is atomic; `answering` is guarded by `busy`.
+    // Safety: `fd` and `path` are set once in init; `closed` is atomic.
     private let fd: Int32
     private let path: String
     private let handler: @Sendable (ControlRequest) async -> ControlReply
-    /// Guards `answering`: close() waits until a request being answered has had its reply written,
-    /// so `route stop` gets its answer before the cast process exits.
-    private let busy = NSCondition()
-    private var answering = false
     private let closed = Atomic<Bool>(false)
 
-    /// Listens for `device`. Fails when another live `route cast` already controls that device.
+    /// Listens for `device` (answering starts with `run()`). Fails when another live `route cast`
+    /// already controls that device.
     init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
         _ = try SessionDirectory.checked()
         path = SessionDirectory.socket(for: device)
@@ -104,15 +101,34 @@ final class SessionControlServer: @unchecked Sendable {
             unlink(path)
         }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = try UnixAddress(path)
+        let address = try controlAddress(path)
         guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 8) == 0 else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)
             throw RouteError.commandFailed(device: device.name, command: "cast", reason: "cannot listen on \(path): \(reason)")
         }
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "route-control"
-        thread.start()
+    }
+
+    /// Answers requests, one at a time on a thread of its own, until the task is cancelled; then stops
+    /// listening and removes the socket, returning once any reply being answered has been written (so
+    /// `route stop` gets its answer before the cast process exits).
+    func run() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    acceptLoop()
+                    Glibc.close(fd)
+                    unlink(path)
+                    done.resume()
+                }
+                thread.name = "route-control"
+                thread.start()
+            }
+        } onCancel: {
+            closed.store(true, ordering: .sequentiallyConsistent)
+            // Wakes a waiting accept(); a request being answered is finished first.
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
     }
 
     private func acceptLoop() {
@@ -122,10 +138,10 @@ final class SessionControlServer: @unchecked Sendable {
             // Only this user controls this user's cast (the directory is private; this holds regardless).
             guard ControlClient.peerIsUs(client) else { Glibc.close(client); continue }
             ControlClient.setTimeouts(client, seconds: 2)
-            busy.lock(); answering = true; busy.unlock()
             let reply: ControlReply
             if let line = ControlClient.readLine(client),
                let request = try? JSONDecoder().decode(ControlRequest.self, from: line) {
+                // This thread is route's own, not the cooperative pool's: it may wait for the answer.
                 let box = ReplyBox()
                 let done = DispatchSemaphore(value: 0)
                 let handler = self.handler
@@ -137,20 +153,7 @@ final class SessionControlServer: @unchecked Sendable {
             }
             ControlClient.writeLine(client, reply)
             Glibc.close(client)
-            busy.lock(); answering = false; busy.broadcast(); busy.unlock()
         }
-    }
-
-    /// Stops listening and removes the socket, after any reply being written (at most 2 s).
-    func close() {
-        busy.lock()
-        let deadline = Date(timeIntervalSinceNow: 2)
-        while answering, busy.wait(until: deadline) {}
-        busy.unlock()
-        closed.store(true, ordering: .sequentiallyConsistent)
-        shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
-        unlink(path)
     }
 }
 
@@ -166,7 +169,7 @@ enum ControlClient {
         defer { close(fd) }
         // Longer than a device command may take (5 s for a renderer that does not answer).
         setTimeouts(fd, seconds: 8)
-        var address = try UnixAddress(path)
+        let address = try controlAddress(path)
         guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             throw RouteError.deviceUnreachable(device: path, reason: String(cString: strerror(errno)))
         }
@@ -234,25 +237,11 @@ enum ControlClient {
     }
 }
 
-/// A sockaddr_un for a path.
-private struct UnixAddress {
-    var storage = sockaddr_un()
-
-    init(_ path: String) throws {
-        storage.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: storage.sun_path) else {
-            throw UsageError(description: "the control socket path \(path) is too long for a Unix socket; set ROUTE_RUNTIME_DIR to a shorter directory")
-        }
-        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
+/// The Unix-domain address of a control socket.
+/// - Throws: `UsageError` when the path is too long for one.
+private func controlAddress(_ path: String) throws -> SocketAddress {
+    guard let address = SocketAddress(unixPath: path) else {
+        throw UsageError(description: "the control socket path \(path) is too long for a Unix socket; set ROUTE_RUNTIME_DIR to a shorter directory")
     }
-
-    mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        withUnsafePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-    }
+    return address
 }
