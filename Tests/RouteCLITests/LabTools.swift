@@ -141,7 +141,7 @@ final class FakeRenderer: Sendable {
     /// searches and announces itself (so discovery finds it).
     init(mode: String, port: Int, ssdp: Bool = false) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("fake-renderer-\(port)-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
         process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/fake-renderer").path,

@@ -122,6 +122,9 @@ extension LabTests {
                 let answered = browse.stdout.components(separatedBy: "+ ssdp").count
                 // SSDP goes on: a later search reply or alive announcement still arrives.
                 try await Lab.until("SSDP goes on", within: 14) { browse.stdout.components(separatedBy: "+ ssdp").count > answered }
+                // With mDNS off, the UPnP renderer is still listed.
+                let devices = try await sandbox.run(["devices", "--timeout", "2"], environment: ["ROUTE_PROVIDERS": "local,upnp"])
+                #expect(devices.status == 0 && devices.stdout.contains(Lab.rendererName), "\(devices)")
                 try Lab.control("start-avahi", "a")
                 try await Lab.until("mDNS is back", within: 10) { browse.stderr.contains("mDNS discovery is on again") }
                 kill(browse.pid, SIGINT)

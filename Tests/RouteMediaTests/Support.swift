@@ -100,10 +100,9 @@ struct Samples: Sendable {
 
 private let samplesRoot = Mutex<String?>(nil)
 
-
 /// MediaProbe.probe, off the cooperative pool.
 func probe(_ path: String) async throws -> MediaInfo {
-    try await offThePool { try MediaProbe.probe(path) }
+    try await MediaProbe.probe(path)
 }
 
 /// The process environment every media test runs with, set once before any player exists:
