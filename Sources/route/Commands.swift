@@ -65,7 +65,7 @@ enum RouteCommandLine {
           ROUTE_RUNTIME_DIR   where running casts put their control sockets (yours, mode 0700)
           ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
           ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
-          ROUTE_DEBUG         upnp: trace SSDP, SOAP and GENA traffic on stderr
+          ROUTE_DEBUG         upnp, mdns or all (comma-separated): trace SSDP, SOAP, GENA and mDNS on stderr
 
         \(ExitCode.documentation)
 

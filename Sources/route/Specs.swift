@@ -5,7 +5,8 @@ enum Specs {
         name: "devices", summary: "list the devices route can cast to", positionals: "", minPositionals: 0, maxPositionals: 0,
         options: [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers],
         details: """
-        Devices are printed as they are found: name, kind, protocol, address. "This computer" is always there.
+        Devices are printed as they are found, one line each: name, kind, the protocols that reach it, address
+        (--json gives every route). "This computer" is always there.
         Discovery ends after --timeout seconds (right away when only the local provider runs).
         """,
         examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
