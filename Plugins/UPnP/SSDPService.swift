@@ -17,7 +17,12 @@ public final class SSDPService: SSDPDiscovery {
         let continuation: AsyncStream<SSDPEvent>.Continuation
     }
     private let subscribers = Mutex<(next: Int, all: [Int: Subscriber])>((0, [:]))
-    private let loop = Mutex<Task<Void, Never>?>(nil)
+    /// The loop forwarding libupnp's events and searching, and how to ask it for a search now.
+    private struct Loop {
+        let task: Task<Void, Never>
+        let searches: AsyncStream<[String]>.Continuation
+    }
+    private let loop = Mutex<Loop?>(nil)
 
     /// A service; libupnp starts with the first subscription (`ROUTE_UPNP_INTERFACE` picks the interface).
     public init(log: RouteLog = .discard) {
@@ -28,7 +33,7 @@ public final class SSDPService: SSDPDiscovery {
     /// start, the stream says nothing and ends; `start()` tells why.
     public func subscribe(targets: [String]) -> AsyncStream<SSDPEvent> {
         let (stream, continuation) = AsyncStream<SSDPEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        guard let stack = try? start() else {
+        guard (try? start()) != nil else {
             continuation.finish()
             return stream
         }
@@ -38,7 +43,7 @@ public final class SSDPService: SSDPDiscovery {
             return state.next
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
-        for target in targets { try? stack.stack.search(target) }
+        loop.withLock { _ = $0?.searches.yield(targets) }
         return stream
     }
 
@@ -47,21 +52,31 @@ public final class SSDPService: SSDPDiscovery {
     @discardableResult
     public func start() throws -> UPnPStackHandle {
         let stack = try UPnPStack.shared(log: log)
-        loop.withLock { task in
-            guard task == nil else { return }
+        loop.withLock { loop in
+            guard loop == nil else { return }
             let events = stack.events.subscribe()
-            task = Task { [weak self] in
+            let (searches, requests) = AsyncStream<[String]>.makeStream(bufferingPolicy: .unbounded)
+            let task = Task { [weak self] in
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { for await event in events { self?.deliver(event) } }
+                    // Searches run one after another, beside the delivery of their replies.
+                    group.addTask {
+                        for await targets in searches {
+                            for target in targets { try? await stack.search(target) }
+                        }
+                    }
                     group.addTask {
                         while !Task.isCancelled {
                             try? await Task.sleep(for: Self.researchInterval)
-                            guard let self else { return }
-                            for target in self.allTargets() { try? stack.search(target) }
+                            guard let self, !Task.isCancelled else { return }
+                            requests.yield(self.allTargets())
                         }
                     }
+                    await group.next()
+                    group.cancelAll()
                 }
             }
+            loop = Loop(task: task, searches: requests)
         }
         return UPnPStackHandle(stack: stack)
     }
@@ -72,9 +87,10 @@ public final class SSDPService: SSDPDiscovery {
             return state.all.isEmpty
         }
         guard empty else { return }
-        loop.withLock { task in
-            task?.cancel()
-            task = nil
+        loop.withLock { loop in
+            loop?.searches.finish()
+            loop?.task.cancel()
+            loop = nil
         }
     }
 

@@ -233,8 +233,11 @@ final class UPnPStack: Sendable {
     }
 
     /// Sends an SSDP M-SEARCH for `target`; replies arrive as `.alive` events within `mx` seconds.
-    func search(_ target: String, mx: Int32 = 1) throws {
-        let code = UpnpSearchAsync(handle, mx, target, nil)
+    func search(_ target: String, mx: Int32 = 1) async throws {
+        let handle = self.handle
+        // UpnpSearchAsync sends its copies of the M-SEARCH with pauses between them (about 200 ms in all):
+        // off the pool, while the replies to the first copy are already being handled.
+        let code = try await Self.offThread("M-SEARCH \(target)", timeout: .seconds(5)) { UpnpSearchAsync(handle, mx, target, nil) }
         Self.log(.debug, "M-SEARCH \(target): \(code)")
         guard code == UPNP_E_SUCCESS else { throw UPnPError(code: code, context: "SSDP search failed") }
     }
