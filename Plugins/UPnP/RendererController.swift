@@ -9,7 +9,7 @@ import RouteCore
 ///
 /// Status: while `run()` runs, GENA events carry transport state and volume as they change, and
 /// GetTransportInfo and GetPositionInfo are polled every second (a renderer silent for
-/// `silenceBeforeGone`, or that says byebye, ends the item as `.failed`, device gone); between polls the
+/// `silenceBeforeGone`, or that says byebye and does not answer, ends the item as `.failed`, device gone); between polls the
 /// position advances with the clock while playing. Each call gives up after `UPnPStack.callTimeout`.
 actor RendererController: RouteController {
     nonisolated let route: MediaRoute
@@ -39,6 +39,8 @@ actor RendererController: RouteController {
     /// Whether the renderer has reported the URI route loaded since the load: until it has, a report of
     /// another URI is an old one (the event a new subscription starts with), not a takeover.
     private var sawOurURI = false
+    /// The renderer sent ssdp:byebye and has not announced itself since: the next failed poll means it left.
+    private var saidByebye = false
     /// The loaded item's duration is route's own (probed): renderers report the previous track's for a
     /// while after a new URI (gmediarender does), so their report only fills in an unknown one.
     private var durationIsProbed = false
@@ -240,7 +242,7 @@ actor RendererController: RouteController {
 
     // MARK: status
 
-    private func handle(_ event: UPnPEvent) {
+    private func handle(_ event: UPnPEvent) async {
         switch event {
         case .event(let sid, let variables) where subscriptions.contains(sid):
             guard let lastChange = variables["LastChange"] else { return }
@@ -260,8 +262,20 @@ actor RendererController: RouteController {
             adoptReported(duration: changes["CurrentTrackDuration"])
             publish()
         case .byebye(let udn, _) where udn == renderer.description.udn:
-            gone = true
-            fail("\(device.name) left the network (it sent ssdp:byebye)", because: .deviceGone)
+            // A renderer says byebye when it leaves, but also when it starts announcing (GSSDP does, to flush
+            // caches), and anyone on the LAN can send one: it is believed only once the renderer stops answering.
+            saidByebye = true
+            let asked = generation
+            let answer = try? await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)
+            guard generation == asked, !closed, !status.isFinal else { return }
+            if answer == nil {
+                gone = true
+                fail(byebyeReason, because: .deviceGone)
+            } else {
+                log(.debug, "\(device.name) sent ssdp:byebye but still answers: playing on")
+            }
+        case .alive(let udn, _, _, _, _, _) where udn == renderer.description.udn:
+            saidByebye = false
         case .subscriptionLost(let sid) where subscriptions.contains(sid):
             subscriptions.remove(sid)
         default:
@@ -300,9 +314,9 @@ actor RendererController: RouteController {
                 lastAnswer = .now
                 badReplies = 0
             } catch let error as UPnPError where error.isUnreachable {
-                if ContinuousClock.now - lastAnswer >= Self.silenceBeforeGone, status.state != .stopped {
+                if saidByebye || ContinuousClock.now - lastAnswer >= Self.silenceBeforeGone, status.state != .stopped {
                     gone = true
-                    fail("\(device.name) stopped answering (\(error))", because: .deviceGone)
+                    fail(saidByebye ? byebyeReason : "\(device.name) stopped answering (\(error))", because: .deviceGone)
                 }
                 return
             } catch {
@@ -329,6 +343,8 @@ actor RendererController: RouteController {
             fail("\(device.name) is now playing something route did not send (another controller took over)", because: .replaced)
         }
     }
+
+    private var byebyeReason: String { "\(device.name) left the network (it sent ssdp:byebye)" }
 
     /// A duration the renderer reported, kept only when route does not know the item's own.
     private func adoptReported(duration text: String?) {

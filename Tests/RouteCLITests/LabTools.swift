@@ -35,6 +35,21 @@ enum Lab {
         if output.status != 0 { throw ToolFailed(description: "nft \(arguments.joined(separator: " ")): \(output.text)") }
     }
 
+    /// Sends, from namespace B, the ssdp:byebye a renderer with `udn` would send when leaving — but it stays.
+    static func sendByebye(udn: String) throws {
+        let script = """
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 2)
+            for nt in ("upnp:rootdevice", "\(udn)", "urn:schemas-upnp-org:device:MediaRenderer:1"):
+                usn = "\(udn)" if nt == "\(udn)" else "\(udn)::" + nt
+                s.sendto(("NOTIFY * HTTP/1.1\\r\\nHOST: 239.255.255.250:1900\\r\\nNT: %s\\r\\nNTS: ssdp:byebye\\r\\nUSN: %s\\r\\n\\r\\n"
+                          % (nt, usn)).encode(), ("239.255.255.250", 1900))
+            """
+        let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, ["exec-b", "/usr/bin/python3", "-c", script])
+        if output.status != 0 { throw ToolFailed(description: "sending ssdp:byebye: \(output.text)") }
+    }
+
     /// Starts `scripts/lab ARGS` in the background (an `exec-b avahi-publish …`); the caller stops it.
     static func start(_ arguments: [String]) throws -> Process {
         let process = Process()

@@ -110,6 +110,25 @@ extension LabTests {
             }
         }
 
+        /// Anyone on the LAN can send a renderer's byebye, and GSSDP sends one when it starts announcing:
+        /// a renderer that still answers plays on.
+        @Test func aByebyeFromARendererThatStillAnswersDoesNotEndTheCast() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 20)
+                let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: ["ROUTE_PROVIDERS": "upnp", "ROUTE_DEBUG": "upnp"])
+                try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                try Lab.sendByebye(udn: "uuid:0e9a4c1a-7a51-4b63-9d55-1abcde000001")
+                try await Lab.until("route checked the renderer", within: 5) { cast.stderr.contains("sent ssdp:byebye but still answers") }
+                let status = try await sandbox.run(["status", "--to", "lab"])
+                #expect(status.status == 0 && status.stdout.contains("playing"), "\(status)")
+                #expect(try Lab.transportState() == "PLAYING")
+                try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
+                let result = await cast.finish(within: 5)
+                #expect(result.status == 0 && result.stdout.contains("stopped: long on Lab Renderer"), "\(result)")
+            }
+        }
+
         @Test(arguments: [Lab.renderer, "10.77.0.2:49494"])
         func castByAddressPlaysToTheEnd(address: String) async throws {
             try await Lab.stopRenderer()
@@ -165,6 +184,20 @@ extension LabTests {
                 #expect(result.status == 1, "\(result)")
                 #expect(result.stderrLines.count == 1, "one line: \(result.stderr)")
                 #expect(result.stderr.contains("Lab Renderer stopped answering"))
+            }
+        }
+
+        @Test func aRendererThatLeavesMidCastEndsTheCastSayingSo() async throws {
+            try await Lab.stopRenderer()
+            defer { try? Lab.control("start-renderer") }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 20)
+                let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: upnp)
+                try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                try Lab.control("kill-renderer") // SIGTERM: gmediarender says byebye, then exits
+                let result = await cast.finish(within: 10)
+                #expect(result.status == 1, "\(result)")
+                #expect(result.stderrLines.count == 1 && result.stderr.contains("Lab Renderer left the network (it sent ssdp:byebye)"), "\(result)")
             }
         }
 
