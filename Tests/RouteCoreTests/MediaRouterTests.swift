@@ -227,8 +227,9 @@ extension MediaRoute {
         }
         let status = try #require(failed?.first { $0.name == "flaky" })
         #expect(status.lastError?.contains("scripted failure 1") == true)
-        #expect(!router.devices.contains { $0.name == "Flaky Speaker" }, "a failed provider's routes are dropped")
-        #expect(router.devices.contains { $0.name == "Steady TV" }, "the other provider goes on")
+        // Judged on that one snapshot: by the time this runs, the flaky provider may be back already.
+        #expect(status.routes == 0, "a failed provider's routes are dropped")
+        #expect(failed?.first { $0.name == "upnp" }.map { $0.state == .running && $0.routes == 1 } == true, "the other provider goes on")
         // Run again after the first backoff (1 s): running, its route back, one restart counted.
         let back = await firstValue(in: router.providerUpdates(), within: 5) { list in
             list.first { $0.name == "flaky" }.map { $0.state == .running && $0.restarts == 1 } ?? false
