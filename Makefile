@@ -1,5 +1,5 @@
 # Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
-.PHONY: deps build demo test bench fuzz clean
+.PHONY: deps build demo test bench fuzz proto clean
 
 deps:
 	scripts/deps build
@@ -22,6 +22,12 @@ bench:
 	scripts/deps bench
 	swift build -c release
 	bench/serve
+
+# Regenerates the Cast v2 CastMessage code from its .proto with protoc-c (protobuf-c-compiler); the output is committed.
+proto:
+	command -v protoc-c >/dev/null || apt-get install -y -qq --no-install-recommends protobuf-c-compiler
+	cd Sources/CCastMessage && protoc-c --c_out=. cast_channel.proto && mv cast_channel.pb-c.h include/ && \
+		sed -i 's|#include "cast_channel.pb-c.h"|#include "include/cast_channel.pb-c.h"|' cast_channel.pb-c.c
 
 # Every parser of network input under libFuzzer and AddressSanitizer, a million inputs each (RUNS=...).
 fuzz:

@@ -59,7 +59,10 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
 public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
     /// What sort of thing the device is, for icons and sorting.
     public enum Kind: String, Sendable, Codable, CaseIterable {
-        case computer, tv, speaker, receiver, other
+        case computer, tv, speaker, receiver
+        /// Several speakers playing as one (a Cast group).
+        case group
+        case other
     }
 
     /// Which media the device can show.

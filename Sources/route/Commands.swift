@@ -2,6 +2,7 @@
 
 import Foundation
 import RouteCore
+import CastProvider
 import MDNSDiscovery
 import RouteMedia
 import UPnPProvider
@@ -65,7 +66,7 @@ enum RouteCommandLine {
           ROUTE_RUNTIME_DIR   where running casts put their control sockets (yours, mode 0700)
           ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
           ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
-          ROUTE_DEBUG         upnp, mdns or all (comma-separated): trace SSDP, SOAP, GENA and mDNS on stderr
+          ROUTE_DEBUG         upnp, cast, mdns or all (comma-separated): trace SSDP, SOAP, GENA, Cast messages and mDNS on stderr
 
         \(ExitCode.documentation)
 
@@ -108,9 +109,12 @@ enum Providers {
     /// Every provider this build has, by name, in order of preference.
     static let available: [String: @Sendable () -> any RouteProvider] = [
         "local": { LocalProvider() },
+        "cast": { CastProvider() },
         "upnp": { UPnPProvider() },
     ]
-    static let order = ["local", "upnp"]
+    /// Cast before UPnP: an address such as `HOST:8009` is tried as Cast first (a Cast receiver's TLS port
+    /// tells at once that it is not HTTP), and where one device has both, Cast plays a queue gaplessly.
+    static let order = ["local", "cast", "upnp"]
 
     /// The providers named by `--providers`, else `ROUTE_PROVIDERS`, else all.
     static func selected(_ parsed: ParsedArguments) throws -> [any RouteProvider] {
@@ -149,7 +153,7 @@ enum Providers {
 /// The option declarations shared by several commands.
 enum CommonOptions {
     static let providers = OptionSpec(name: "providers", value: "LIST",
-                                      help: "comma-separated providers to run (available: local, upnp); default all")
+                                      help: "comma-separated providers to run (available: local, cast, upnp); default all")
     static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
     static let to = OptionSpec(name: "to", value: "DEVICE",
                                help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL)")

@@ -1,6 +1,7 @@
 // Targets: every parser route runs on input from the network, each as a fuzz target that takes raw bytes.
 // A target must never crash, hang or trap, whatever the bytes; it checks a few invariants on top.
 
+import CastProvider
 import CUPnP
 import Foundation
 import RouteCore
@@ -20,7 +21,7 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 enum Targets {
-    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text]
+    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast]
 
     /// A device description off the wire: bounded XML, then what route reads of it.
     static let description = FuzzTarget(name: "description", summary: "device descriptions and SCPDs (XMLNode, DeviceDescription)") { data in
@@ -113,5 +114,22 @@ enum Targets {
         _ = NetworkNumber.clock(text)
         _ = NetworkNumber.double(text, in: 0...100)
         _ = NetworkNumber.int(text, in: 0...8192)
+    }
+
+    /// Bytes from a Cast receiver's connection: frames (length, protobuf-c's CastMessage), then their JSON.
+    static let cast = FuzzTarget(name: "cast", summary: "Cast v2 frames (CastFrameDecoder, protobuf-c) and their JSON statuses") { data in
+        var decoder = CastFrameDecoder()
+        // In two reads, cut where the first byte says, as a connection may deliver it.
+        let cut = data.isEmpty ? 0 : Int(data[data.startIndex]) % (data.count + 1)
+        decoder.append(data.prefix(cut))
+        decoder.append(data.dropFirst(cut))
+        while let message = try? decoder.next() {
+            if !message.isBinary, let frame = try? CastFrame.encode(message) {
+                let again = frame.dropFirst(4).withUnsafeBytes { try? CastFrame.decode($0) }
+                require(again == message, "a message changed on its way out and in: \(message)")
+            }
+            _ = CastStatuses.receiver(message.payload)
+            _ = CastStatuses.media(message.payload)
+        }
     }
 }

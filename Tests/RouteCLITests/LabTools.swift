@@ -62,7 +62,10 @@ enum Lab {
     }
 
     /// Runs `scripts/lab ARGS` (e.g. `kill-renderer --hard`); throws with its output when it fails.
-    static func control(_ arguments: String...) throws {
+    static func control(_ arguments: String...) throws { try control(arguments) }
+
+    /// Runs `scripts/lab ARGS`, the arguments as an array.
+    static func control(_ arguments: [String]) throws {
         let output = try tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, arguments)
         if output.status != 0 { throw ToolFailed(description: "scripts/lab \(arguments.joined(separator: " ")): \(output.text)") }
     }
@@ -128,7 +131,8 @@ enum Lab {
         return String(xml[start.upperBound..<end.lowerBound])
     }
 
-    private static func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+    /// Runs a program to its end; its exit status and its output and errors together.
+    static func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments

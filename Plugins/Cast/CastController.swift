@@ -1,0 +1,475 @@
+// CastController: plays items on one Cast receiver through its Default Media Receiver — the TLS channel, its
+// virtual connections and heartbeat, reconnection, and MEDIA_STATUS turned into PlaybackStatus.
+
+import Foundation
+import RouteCore
+
+/// A RouteController for a Cast receiver.
+///
+/// `run()` holds the connection: it connects (TLS), opens the virtual connection to `receiver-0` (and to the
+/// media app's transport once there is one), answers and sends heartbeats (PING every 5 s; a receiver
+/// silent for three of them is dead), and reconnects with backoff, restoring both connections and their
+/// statuses; a receiver that cannot be reached again within `reconnectWindow` ends the item as gone.
+/// Commands wait for the connection, then for the receiver's answer, each for at most `callTimeout`.
+/// Statuses come from the receiver's MEDIA_STATUS and RECEIVER_STATUS, unsolicited ones included: another
+/// sender loading something, or another app launching, ends the item as replaced.
+actor CastController: RouteController {
+    nonisolated let route: MediaRoute
+    private let log: RouteLog
+    /// Where the receiver is now (a group's leader can move between connections).
+    private let locate: @Sendable () -> CastAddress?
+    private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
+    private var status = PlaybackStatus(state: .idle)
+    private var connection: TLSConnection?
+    /// Commands waiting for `run()` to connect.
+    private let connectionWaiters = PendingCalls<TLSConnection>()
+    private let replies = PendingCalls<CastReply>()
+    /// The Default Media Receiver session route joined or launched.
+    private var app: ReceiverStatus.Application?
+    /// The transport route has a virtual connection to, on the current connection.
+    private var connectedTransport: String?
+    /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
+    private var mediaSessionID: Int?
+    private var loaded: MediaItem?
+    private var expectingStop = false
+    private var lastHeard = ContinuousClock.now
+    private var closed = false
+    /// Why the receiver is lost for good, once it is.
+    private var lost: RouteError?
+
+    static let heartbeatInterval: Duration = .seconds(5)
+    static let heartbeatsMissedBeforeDead = 3
+    static let callTimeout: Duration = .seconds(5)
+    /// How long the receiver may stay unreachable before the item ends: a killed receiver is told within 10 s.
+    static let reconnectWindow: Duration = .seconds(7)
+    static let senderID = "sender-0"
+    /// The threads connects and sends wait on (never the cooperative pool).
+    static let threads = BlockingThreads(name: "route-cast", count: 2)
+
+    /// A controller for `route`; nothing is sent until a command or `run()`.
+    init(route: MediaRoute, log: RouteLog, locate: @escaping @Sendable () -> CastAddress?) {
+        self.route = route
+        self.log = log
+        self.locate = locate
+    }
+
+    // MARK: The connection
+
+    func run() async throws {
+        var backoff: Duration = .milliseconds(250)
+        var failingSince: ContinuousClock.Instant?
+        while !Task.isCancelled, !closed {
+            var linkUp: ContinuousClock.Instant?
+            do {
+                let link = try await connect()
+                linkUp = .now
+                try await serve(link)
+            } catch is CancellationError {
+                break
+            } catch {
+                if Task.isCancelled || closed { break }
+                drop(because: error)
+                let now = ContinuousClock.now
+                // A connection that held for a while starts the count again; one that breaks at once (a receiver
+                // that sends garbage to every connection) does not.
+                if let linkUp, now - linkUp >= Self.reconnectWindow {
+                    failingSince = nil
+                    backoff = .milliseconds(250)
+                }
+                let since = failingSince ?? now
+                failingSince = since
+                if now - since >= Self.reconnectWindow {
+                    let gone = RouteError.deviceUnreachable(device: route.name, reason: "it stopped answering (\(error))")
+                    lose(gone)
+                    throw gone
+                }
+                log(.debug, "\(route.name): \(error); connecting again in \(backoff)")
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        connection?.close()
+    }
+
+    private func connect() async throws -> TLSConnection {
+        guard let address = locate() else { throw TLSError(reason: "it is no longer announced on the network") }
+        return try await Self.threads.run(timeout: Self.callTimeout + .seconds(1),
+                                          timedOut: { TLSError(reason: "no answer from \(address) within 5 s") }) {
+            try TLSConnection.connect(host: address.host, port: address.port, timeout: Self.callTimeout)
+        }
+    }
+
+    /// Speaks over `link` until it breaks: reads on its own thread, heartbeats on a timer.
+    private func serve(_ link: TLSConnection) async throws {
+        defer { link.close() }
+        let messages = Self.messages(from: link)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await message in messages { try await self.handle(message) }
+                throw TLSError(reason: "the receiver closed the connection")
+            }
+            group.addTask { try await self.heartbeat(on: link) }
+            try await attach(link)
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Opens the virtual connections on a new link and asks for fresh statuses (after a reconnect, this is
+    /// what restores them), then lets waiting commands go.
+    private func attach(_ link: TLSConnection) async throws {
+        lastHeard = .now
+        connectedTransport = nil
+        try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, ["type": "CONNECT", "origin": [String: Any](), "userAgent": "route"])
+        try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": replies.makeID()])
+        if let transport = app?.transportId {
+            try await openTransport(transport, on: link)
+            try await send(on: link, CastNamespace.media, to: transport, ["type": "GET_STATUS", "requestId": replies.makeID()])
+        }
+        connection = link
+        connectionWaiters.resumeAll(with: .success(link))
+    }
+
+    private func openTransport(_ transport: String, on link: TLSConnection) async throws {
+        guard connectedTransport != transport else { return }
+        try await send(on: link, CastNamespace.connection, to: transport, ["type": "CONNECT", "origin": [String: Any](), "userAgent": "route"])
+        connectedTransport = transport
+    }
+
+    /// PING every `heartbeatInterval`; throws when the receiver has said nothing for three of them.
+    private func heartbeat(on link: TLSConnection) async throws {
+        while true {
+            try await Task.sleep(for: Self.heartbeatInterval)
+            let silent = ContinuousClock.now - lastHeard
+            if silent > Self.heartbeatInterval * Self.heartbeatsMissedBeforeDead {
+                throw TLSError(reason: "it missed \(Self.heartbeatsMissedBeforeDead) heartbeats")
+            }
+            try await send(on: link, CastNamespace.heartbeat, to: CastNamespace.receiverID, ["type": "PING"])
+        }
+    }
+
+    /// The link broke: commands in flight fail; the next connection starts over.
+    private func drop(because error: any Error) {
+        connection = nil
+        connectedTransport = nil
+        replies.resumeAll(with: .failure(RouteError.deviceUnreachable(device: route.name, reason: "\(error)")))
+    }
+
+    /// The receiver is gone for good.
+    private func lose(_ error: RouteError) {
+        lost = error
+        connectionWaiters.resumeAll(with: .failure(error))
+        if !status.isFinal {
+            status.end(.failed, because: .deviceGone)
+            status.error = error.description
+            publish()
+        }
+    }
+
+    /// Frames read on a thread of the connection's own, as messages; the stream ends with the connection.
+    private static func messages(from link: TLSConnection) -> AsyncThrowingStream<CastMessage, any Error> {
+        AsyncThrowingStream { continuation in
+            let reader = Thread {
+                var decoder = CastFrameDecoder()
+                do {
+                    while let bytes = try link.receive() {
+                        decoder.append(bytes)
+                        while let message = try decoder.next() { continuation.yield(message) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            reader.name = "route-cast-read"
+            continuation.onTermination = { _ in link.close() }
+            reader.start()
+        }
+    }
+
+    /// Sends one message; `payload` is the JSON object.
+    private func send(on link: TLSConnection, _ namespace: String, to destination: String, _ payload: [String: Any]) async throws {
+        let message = CastMessage(source: Self.senderID, destination: destination, namespace: namespace, payload: CastJSON.text(payload))
+        if log.tracing { log(.debug, "→ \(destination) \(namespace.split(separator: ".").last ?? ""): \(message.payload)") }
+        let frame = try CastFrame.encode(message)
+        try await Self.threads.run(timeout: Self.callTimeout + .seconds(1), timedOut: { TLSError(reason: "sending took over 5 s") }) {
+            try link.send(frame, timeout: Self.callTimeout)
+        }
+    }
+
+    /// Waits for the connection (while `run()` makes it) for at most the reconnect window.
+    private func connected() async throws -> TLSConnection {
+        if let lost { throw lost }
+        if closed { throw RouteError.deviceUnreachable(device: route.name, reason: "its controller is closed") }
+        if let connection { return connection }
+        let id = connectionWaiters.makeID()
+        connectionWaiters.expect(id)
+        let name = route.name
+        return try await connectionWaiters.wait(id, timeout: Self.reconnectWindow) {
+            RouteError.deviceUnreachable(device: name, reason: "no connection within 7 s")
+        }
+    }
+
+    /// Sends a request and waits for the receiver's reply to it.
+    private func request(_ namespace: String, to destination: String, _ payload: [String: Any]) async throws -> CastReply {
+        let link = try await connected()
+        let id = replies.makeID()
+        var body = payload
+        body["requestId"] = id
+        replies.expect(id)
+        try await send(on: link, namespace, to: destination, body)
+        let (name, type) = (route.name, payload["type"] as? String ?? "a request")
+        return try await replies.wait(id, timeout: Self.callTimeout) {
+            RouteError.deviceUnreachable(device: name, reason: "no answer to \(type) within 5 s")
+        }
+    }
+
+    // MARK: What the receiver says
+
+    private func handle(_ message: CastMessage) async throws {
+        lastHeard = .now
+        guard CastNamespace.known.contains(message.namespace) else {
+            // Receivers speak namespaces route does not use (device authentication, multizone, apps' own).
+            log(.debug, "\(route.name): ignored a message on \(message.namespace)")
+            return
+        }
+        guard !message.isBinary, let envelope = try? JSONDecoder().decode(CastEnvelope.self, from: Data(message.payload.utf8)) else {
+            throw CastFrameError.malformed("its \(message.namespace.split(separator: ".").last ?? "") message is not a JSON object")
+        }
+        if log.tracing { log(.debug, "← \(message.source) \(message.namespace.split(separator: ".").last ?? ""): \(message.payload)") }
+        switch (message.namespace, envelope.type) {
+        case (CastNamespace.heartbeat, "PING"):
+            if let connection { try await send(on: connection, CastNamespace.heartbeat, to: message.source, ["type": "PONG"]) }
+        case (CastNamespace.connection, "CLOSE"):
+            if message.source == connectedTransport { connectedTransport = nil }
+        case (CastNamespace.receiver, "RECEIVER_STATUS"):
+            if let receiver = ReceiverStatus.decode(message.payload) { receiverChanged(receiver) }
+        case (CastNamespace.media, "MEDIA_STATUS"):
+            if let sessions = MediaSessionStatus.decode(message.payload) { mediaChanged(sessions) }
+        default:
+            break
+        }
+        if let id = envelope.requestId, id != 0 {
+            replies.resume(id, with: .success(CastReply(type: envelope.type ?? "", payload: message.payload)))
+        }
+    }
+
+    private func receiverChanged(_ receiver: ReceiverStatus) {
+        if let volume = receiver.volume {
+            status.volume = volume.level.map { min(1, max(0, $0)) } ?? status.volume
+            status.muted = volume.muted ?? status.muted
+            if volume.controlType == "fixed" { status.allowed.remove(.volume) }
+        }
+        if let app, mediaSessionID != nil, !status.isFinal,
+           !(receiver.applications ?? []).contains(where: { $0.sessionId == app.sessionId }) {
+            self.app = nil
+            if expectingStop {
+                status.end(.stopped, because: .stopped)
+            } else {
+                let other = receiver.applications?.first?.displayName.map { DisplayText.clean($0) }
+                status.end(.failed, because: .replaced)
+                status.error = "\(route.name) was taken over by another controller" + (other.map { " (it now runs \($0))" } ?? "")
+            }
+        }
+        publish()
+    }
+
+    private func mediaChanged(_ sessions: [MediaSessionStatus]) {
+        guard let mine = mediaSessionID, !status.isFinal else { return }
+        guard let session = sessions.first(where: { $0.mediaSessionId == mine }) else {
+            if !sessions.isEmpty {
+                status.end(.failed, because: .replaced)
+                status.error = "another controller loaded something else on \(route.name)"
+                publish()
+            }
+            return
+        }
+        apply(session)
+        publish()
+    }
+
+    /// Takes one MEDIA_STATUS entry of route's session into `status`.
+    private func apply(_ session: MediaSessionStatus) {
+        status.deviceState = session.playerState
+        switch session.playerState {
+        case "PLAYING": status.state = .playing
+        case "PAUSED": status.state = .paused
+        case "BUFFERING", "LOADING": status.state = .loading
+        case "IDLE":
+            switch session.idleReason {
+            case "FINISHED": status.end(.ended, because: .finished)
+            case "CANCELLED" where expectingStop: status.end(.stopped, because: .stopped)
+            case "CANCELLED", "INTERRUPTED":
+                status.end(.failed, because: .replaced)
+                status.error = "another controller took \(route.name) over"
+            case "ERROR":
+                status.end(.failed, because: .deviceError)
+                status.error = "\(route.name) could not play it (the receiver reported an error)"
+            default: break
+            }
+        default: break
+        }
+        if let time = Self.number(session.currentTime, in: 0...1e7) {
+            status.position = time
+            status.timestamp = Date()
+        }
+        if let duration = Self.number(session.media?.duration, in: 0.001...1e7) {
+            status.duration = duration
+        }
+        if let rate = Self.number(session.playbackRate, in: 0.01...16) { status.speed = rate }
+        if let url = session.media?.contentId ?? session.items?.first(where: { $0.itemId == session.currentItemId })?.media?.contentId {
+            status.itemURL = url
+        }
+        status.itemID = session.currentItemId.map(String.init)
+        status.sessionID = [app?.sessionId, String(session.mediaSessionId)].compactMap { $0 }.joined(separator: "/")
+        if let commands = session.supportedMediaCommands {
+            status.allowed.remove([.pause, .seek])
+            if commands & 1 != 0 { status.allowed.insert(.pause) }
+            if commands & 2 != 0 { status.allowed.insert(.seek) }
+        }
+    }
+
+    /// A number from the receiver, when it is one and in `range` (NetworkNumber's rule for decoded JSON).
+    private static func number(_ value: Double?, in range: ClosedRange<Double>) -> Double? {
+        guard let value, value.isFinite, range.contains(value) else { return nil }
+        return value
+    }
+
+    private func publish() {
+        var snapshot = status
+        snapshot.position = status.position(at: Date())
+        snapshot.timestamp = Date()
+        updates.send(snapshot)
+    }
+
+    // MARK: Commands
+
+    func load(_ item: MediaItem, autoplay: Bool) async throws {
+        let transport = try await mediaApp()
+        mediaSessionID = nil
+        expectingStop = false
+        loaded = item
+        status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
+        status.muted = updates.latest?.muted
+        status.itemURL = item.url
+        publish()
+        let reply = try await request(CastNamespace.media, to: transport, [
+            "type": "LOAD", "media": Self.media(for: item), "autoplay": autoplay, "currentTime": 0,
+        ])
+        guard reply.type == "MEDIA_STATUS", let session = MediaSessionStatus.decode(reply.payload)?.first else {
+            throw RouteError.commandFailed(device: route.name, command: "LOAD", reason: reply.failure)
+        }
+        mediaSessionID = session.mediaSessionId
+        if item.duration != nil { status.duration = item.duration }
+        apply(session)
+        publish()
+    }
+
+    /// The Default Media Receiver's transport: joined when it runs, else launched; connected either way.
+    private func mediaApp() async throws -> String {
+        let reply = try await request(CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS"])
+        var running = ReceiverStatus.decode(reply.payload)?.applications?.first { $0.appId == CastNamespace.defaultMediaReceiver }
+        if running?.transportId == nil {
+            let launched = try await request(CastNamespace.receiver, to: CastNamespace.receiverID,
+                                             ["type": "LAUNCH", "appId": CastNamespace.defaultMediaReceiver])
+            guard launched.type == "RECEIVER_STATUS" else {
+                throw RouteError.commandFailed(device: route.name, command: "LAUNCH of the Default Media Receiver", reason: launched.failure)
+            }
+            running = ReceiverStatus.decode(launched.payload)?.applications?.first { $0.appId == CastNamespace.defaultMediaReceiver }
+        }
+        guard let app = running, let transport = app.transportId else {
+            throw RouteError.unusableDevice(device: route.name, reason: "it did not start the Default Media Receiver")
+        }
+        self.app = app
+        try await openTransport(transport, on: try await connected())
+        return transport
+    }
+
+    /// The `media` object of a LOAD.
+    private static func media(for item: MediaItem) -> [String: Any] {
+        var metadata: [String: Any] = ["metadataType": item.kind.contains(.video) ? 1 : item.kind == .audio ? 3 : 0]
+        if let title = item.title { metadata["title"] = title }
+        if let artist = item.artist { metadata["artist"] = artist }
+        if let album = item.album { metadata["albumName"] = album }
+        if let artwork = item.artworkURL { metadata["images"] = [["url": artwork]] }
+        var media: [String: Any] = ["contentId": item.url, "contentType": item.mimeType, "streamType": "BUFFERED", "metadata": metadata]
+        if let duration = item.duration { media["duration"] = duration }
+        return media
+    }
+
+    /// A media command on route's session; its answer is the new MEDIA_STATUS.
+    private func mediaCommand(_ name: String, _ extra: [String: Any] = [:]) async throws {
+        guard let session = mediaSessionID, let transport = app?.transportId else {
+            throw RouteError.commandFailed(device: route.name, command: name, reason: "nothing route loaded is playing there")
+        }
+        var payload = extra
+        payload["type"] = name
+        payload["mediaSessionId"] = session
+        let reply = try await request(CastNamespace.media, to: transport, payload)
+        guard reply.type == "MEDIA_STATUS" else {
+            throw RouteError.commandFailed(device: route.name, command: name, reason: reply.failure)
+        }
+    }
+
+    func play() async throws { try await mediaCommand("PLAY") }
+    func pause() async throws { try await mediaCommand("PAUSE") }
+    func seek(to seconds: Double) async throws { try await mediaCommand("SEEK", ["currentTime": seconds]) }
+
+    func stop() async throws {
+        guard mediaSessionID != nil, !status.isFinal else { return }
+        expectingStop = true
+        try await mediaCommand("STOP")
+        if !status.isFinal {
+            status.end(.stopped, because: .stopped)
+            publish()
+        }
+    }
+
+    func setVolume(_ level: Double) async throws {
+        try await receiverVolume(["level": min(1, max(0, level))])
+    }
+
+    func setMuted(_ muted: Bool) async throws {
+        try await receiverVolume(["muted": muted])
+    }
+
+    private func receiverVolume(_ volume: [String: Any]) async throws {
+        let reply = try await request(CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "SET_VOLUME", "volume": volume])
+        guard reply.type == "RECEIVER_STATUS" else {
+            throw RouteError.commandFailed(device: route.name, command: "SET_VOLUME", reason: reply.failure)
+        }
+    }
+
+    func setNext(_ item: MediaItem) async throws -> Bool { false }
+
+    nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
+
+    func close() async {
+        guard !closed else { return }
+        closed = true
+        if let connection, let transport = connectedTransport {
+            try? await send(on: connection, CastNamespace.connection, to: transport, ["type": "CLOSE"])
+        }
+        connection?.close()
+        connectionWaiters.resumeAll(with: .failure(RouteError.deviceUnreachable(device: route.name, reason: "its controller is closed")))
+        updates.finish()
+    }
+}
+
+/// Where a receiver listens.
+struct CastAddress: Sendable, Hashable, CustomStringConvertible {
+    var host: String
+    var port: UInt16
+    var description: String { "\(host):\(port)" }
+}
+
+/// A receiver's reply to a request: its type and JSON.
+struct CastReply: Sendable {
+    var type: String
+    var payload: String
+
+    /// Words for a reply that is not the one asked for (LOAD_FAILED and the like).
+    var failure: String {
+        (try? JSONDecoder().decode(CastFailure.self, from: Data(payload.utf8)))?.summary ?? type
+    }
+}

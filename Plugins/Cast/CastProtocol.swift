@@ -1,0 +1,120 @@
+// CastProtocol: the namespaces and JSON messages of Cast v2 that route speaks — connection, heartbeat,
+// receiver and media — as Swift values, decoded leniently (a receiver may add fields; missing ones are nil).
+
+import Foundation
+
+/// The namespaces route uses, and the ids of the two ends.
+enum CastNamespace {
+    static let connection = "urn:x-cast:com.google.cast.tp.connection"
+    static let heartbeat = "urn:x-cast:com.google.cast.tp.heartbeat"
+    static let receiver = "urn:x-cast:com.google.cast.receiver"
+    static let media = "urn:x-cast:com.google.cast.media"
+    /// What route reads; a message on any other namespace is logged and ignored (receivers also speak
+    /// device authentication, multizone and app namespaces).
+    static let known: Set<String> = [connection, heartbeat, receiver, media]
+
+    static let receiverID = "receiver-0"
+    /// The Default Media Receiver: plays a URL it is given.
+    static let defaultMediaReceiver = "CC1AD845"
+}
+
+/// The type and request id every JSON payload carries.
+struct CastEnvelope: Decodable {
+    var type: String?
+    /// 0 or absent for unsolicited messages.
+    var requestId: Int?
+}
+
+/// A receiver's volume.
+struct CastVolume: Decodable, Sendable, Equatable {
+    var level: Double?
+    var muted: Bool?
+    /// `attenuation`, `master` or `fixed` (a fixed one cannot be set).
+    var controlType: String?
+    var stepInterval: Double?
+}
+
+/// RECEIVER_STATUS: the running application and the volume.
+struct ReceiverStatus: Decodable, Sendable, Equatable {
+    struct Application: Decodable, Sendable, Equatable {
+        var appId: String?
+        var sessionId: String?
+        var transportId: String?
+        var displayName: String?
+    }
+    var applications: [Application]?
+    var volume: CastVolume?
+
+    private struct Message: Decodable { var status: ReceiverStatus }
+    /// The status in a RECEIVER_STATUS payload.
+    static func decode(_ payload: String) -> ReceiverStatus? {
+        try? JSONDecoder().decode(Message.self, from: Data(payload.utf8)).status
+    }
+}
+
+/// One media session in MEDIA_STATUS.
+struct MediaSessionStatus: Decodable, Sendable, Equatable {
+    struct Media: Decodable, Sendable, Equatable {
+        var contentId: String?
+        var contentType: String?
+        var duration: Double?
+    }
+    struct Item: Decodable, Sendable, Equatable {
+        var itemId: Int?
+        var media: Media?
+    }
+    var mediaSessionId: Int
+    /// IDLE, BUFFERING, LOADING, PLAYING, PAUSED.
+    var playerState: String?
+    /// With IDLE: FINISHED, CANCELLED, INTERRUPTED, ERROR.
+    var idleReason: String?
+    var currentTime: Double?
+    var playbackRate: Double?
+    var media: Media?
+    var volume: CastVolume?
+    var currentItemId: Int?
+    var items: [Item]?
+    /// Bit field: 1 pause, 2 seek, 4 stream volume, 8 stream mute.
+    var supportedMediaCommands: Int?
+
+    private struct Message: Decodable { var status: [MediaSessionStatus] }
+    /// The sessions in a MEDIA_STATUS payload (empty when nothing plays).
+    static func decode(_ payload: String) -> [MediaSessionStatus]? {
+        try? JSONDecoder().decode(Message.self, from: Data(payload.utf8)).status
+    }
+}
+
+/// The reason in LOAD_FAILED, INVALID_REQUEST, LAUNCH_ERROR and the like.
+struct CastFailure: Decodable {
+    var type: String?
+    var reason: String?
+    var detailedErrorCode: Int?
+
+    /// Words for it: `LOAD_FAILED`, `LAUNCH_ERROR (NOT_FOUND)`.
+    var summary: String {
+        [type ?? "an error", reason.map { "(\($0))" }, detailedErrorCode.map { "code \($0)" }].compactMap { $0 }.joined(separator: " ")
+    }
+}
+
+/// JSON text for an outgoing payload.
+enum CastJSON {
+    /// Serialises a payload built of strings, numbers, booleans, arrays and dictionaries.
+    static func text(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+              let text = String(data: data, encoding: .utf8) else { return "{}" }
+        return text
+    }
+
+    /// Whether `payload` is a JSON object at all.
+    static func isObject(_ payload: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) is [String: Any]
+    }
+}
+
+/// The status decoders, for the fuzz target (their types stay internal).
+package enum CastStatuses {
+    /// Whether `payload` decodes as RECEIVER_STATUS, and its application count.
+    package static func receiver(_ payload: String) -> Int? { ReceiverStatus.decode(payload).map { $0.applications?.count ?? 0 } }
+    /// Whether `payload` decodes as MEDIA_STATUS, and its session count.
+    package static func media(_ payload: String) -> Int? { MediaSessionStatus.decode(payload)?.count }
+}

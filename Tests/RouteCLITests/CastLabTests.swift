@@ -1,0 +1,260 @@
+// CastLabTests: the Cast provider in the lab, against the test receiver (Tests/CastReceiver) — first proved to speak
+// real Cast by independent senders from PyPI (pychromecast, catt), then cast to by route: discovery as it is
+// announced and withdrawn, PLAYING by the receiver's own report, controls, takeovers, a killed receiver,
+// malformed frames, and one device with a Cast and a DLNA route.
+
+import Foundation
+import RouteCore
+import RouteTestSupport
+import Synchronization
+import Testing
+
+extension LabTests {
+    @Suite struct CastLabTests {
+        private let cast = ["ROUTE_PROVIDERS": "cast"]
+        private static let address = "10.77.0.2:8009"
+        private static let name = "Lab Cast"
+
+        // MARK: The receiver speaks real Cast
+
+        @Test func pychromecastPlaysPausesSeeksAndSetsTheVolumeOnTheTestReceiver() async throws {
+            try await withReceiver { sandbox in
+                let url = try await serve(try await sandbox.wav("long.wav", seconds: 30), in: sandbox)
+                let lines = try await CastReceiverLab.sender(["play", url, "audio/wav", "pause", "seek", "12", "resume", "volume", "0.35"])
+                #expect(lines.map { $0["step"] as? String } == ["play", "pause", "seek", "resume", "volume"], "\(lines)")
+                #expect(lines.last?["playerState"] as? String == "PLAYING" && (lines.last?["volume"] as? Double).map { abs($0 - 0.35) < 0.01 } == true)
+                // The receiver's own account.
+                let events = CastReceiverLab.events()
+                #expect(events.contains { $0["event"] as? String == "load" && $0["contentId"] as? String == url })
+                #expect(events.contains { $0["playerState"] as? String == "PAUSED" })
+                #expect(events.contains { ($0["currentTime"] as? Double).map { $0 >= 11.5 } == true && $0["playerState"] as? String == "PLAYING" }, "\(events)")
+                #expect(events.contains { $0["event"] as? String == "receiver" && ($0["volume"] as? Double).map { abs($0 - 0.35) < 0.01 } == true })
+            }
+        }
+
+        @Test func cattCastsToTheTestReceiver() async throws {
+            try await withReceiver { sandbox in
+                let url = try await serve(try await sandbox.wav("song.wav", seconds: 20), in: sandbox)
+                let catt = try await CastReceiverLab.venvTool("catt", ["-d", "10.77.0.2", "cast", "-f", url])
+                #expect(catt.status == 0, "\(catt.text)")
+                try await Lab.until("the receiver plays what catt sent", within: 10) {
+                    CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" && $0["contentId"] as? String == url }
+                }
+            }
+        }
+
+        // MARK: route casts
+
+        @Test func receiversAppearAndVanishAsTheyAreAnnouncedAndWithdrawn() async throws {
+            try await withReceiver { sandbox in
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: cast)
+                let devices = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8))
+                let receiver = try #require(devices.first { $0.name == Self.name }, "\(found)")
+                #expect(receiver.primary.provider == "cast" && receiver.address == Self.address && receiver.kind == .tv)
+                #expect(receiver.routes[0].deduplicationIDs.contains("cast:" + (Lab.environment("ROUTE_LAB_CAST_ID") ?? "?")))
+                try Lab.control("stop-cast", "--unpublish")
+                let after = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: cast)
+                let left = try JSONDecoder().decode([MediaDevice].self, from: Data(after.stdout.utf8))
+                #expect(!left.contains { $0.name == Self.name }, "\(after)")
+            }
+        }
+
+        @Test func aCastReachesPlayingOnTheReceiverAndIsControlled() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let started = ContinuousClock.now
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                let toPlaying = ContinuousClock.now - started
+                #expect(toPlaying < .seconds(5), "PLAYING after \(toPlaying)")
+                #expect((CastReceiverLab.events().last { $0["event"] as? String == "load" }?["metadata"] as? [String: Any])?["title"] as? String == "long")
+
+                #expect(try await sandbox.run(["pause", "--to", Self.name]).status == 0)
+                try await Lab.until("the receiver says PAUSED", within: 3) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PAUSED" }
+                #expect(try await sandbox.run(["play", "--to", Self.name]).status == 0)
+                #expect(try await sandbox.run(["seek", "20", "--to", Self.name]).status == 0)
+                try await Lab.until("the receiver plays from 0:20", within: 5) {
+                    let media = CastReceiverLab.latestMedia()
+                    return media?["playerState"] as? String == "PLAYING" && ((media?["currentTime"] as? Double) ?? 0) >= 19.5
+                }
+                #expect(try await sandbox.run(["volume", "40", "--to", Self.name]).status == 0)
+                try await Lab.until("the receiver's volume is 0.4", within: 3) { (CastReceiverLab.latestReceiver()?["volume"] as? Double).map { abs($0 - 0.4) < 0.01 } == true }
+                #expect(try await sandbox.run(["mute", "on", "--to", Self.name]).status == 0)
+                try await Lab.until("the receiver is muted", within: 3) { CastReceiverLab.latestReceiver()?["muted"] as? Bool == true }
+                let status = try await sandbox.run(["status", "--json", "--to", Self.name])
+                #expect(status.stdout.contains("\"paused\"") == false && status.stdout.contains("playing"), "\(status)")
+
+                #expect(try await sandbox.run(["stop", "--to", Self.name]).status == 0)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 0 && result.stdoutLines.last == "stopped: long on \(Self.name)", "\(result)")
+                #expect(CastReceiverLab.latestMedia()?["idleReason"] as? String == "CANCELLED")
+            }
+        }
+
+        @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                _ = try await CastReceiverLab.sender(["join", "pause"])
+                let paused = ContinuousClock.now
+                var seen = false
+                while !seen, ContinuousClock.now - paused < .seconds(3) {
+                    seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
+                }
+                #expect(seen && ContinuousClock.now - paused < .seconds(1.5), "route status said paused after \(ContinuousClock.now - paused)")
+                kill(casting.pid, SIGTERM)
+                _ = await casting.finish(within: 10)
+            }
+        }
+
+        @Test func anotherSenderLoadingSomethingElseEndsTheCastAsReplaced() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let other = try await serve(try await sandbox.wav("other.wav", seconds: 30), in: sandbox)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                _ = try await CastReceiverLab.sender(["play", other, "audio/wav"])
+                let result = await casting.finish(within: 8)
+                #expect(result.status == 1 && result.stderr.contains("another controller"), "\(result)")
+                #expect(CastReceiverLab.latestMedia()?["contentId"] as? String == other
+                        && CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING", "route does not fight the other sender")
+            }
+        }
+
+        @Test func aReceiverKilledMidCastIsToldWithinTenSeconds() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                try Lab.control("stop-cast", "--hard")
+                let killed = ContinuousClock.now
+                let result = await casting.finish(within: 15)
+                #expect(ContinuousClock.now - killed < .seconds(10), "told after \(ContinuousClock.now - killed)")
+                #expect(result.status == 1 && !result.signaled && result.stderr.contains("\(Self.name) cannot be reached"), "\(result)")
+            }
+        }
+
+        @Test(arguments: ["oversize", "protobuf", "json"])
+        func aMalformedFrameClosesTheConnectionWithAnError(mode: String) async throws {
+            try await withReceiver(["--misbehave", mode]) { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 5)
+                let said = ["oversize": "frame of 65537 bytes", "protobuf": "malformed frame", "json": "not a JSON object"][mode]!
+                // By address (route first asks what answers there) and by name (the controller's connection).
+                for target in [Self.address, Self.name] {
+                    let result = try await sandbox.run(["cast", wav, "--to", target], environment: cast, timeout: 20)
+                    #expect(result.status != 0 && !result.signaled && result.elapsed < .seconds(10), "\(target): \(result)")
+                    #expect(result.stderr.contains(said), "\(target): \(result)")
+                }
+                #expect(CastReceiverLab.events().contains { $0["event"] as? String == "misbehaved" })
+            }
+        }
+
+        @Test func aMessageOnAnUnknownNamespaceIsIgnored() async throws {
+            try await withReceiver(["--misbehave", "namespace"]) { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", Self.address], environment: cast, timeout: 20)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on Cast receiver at \(Self.address)", "\(result)")
+            }
+        }
+
+        @Test func theReceiverAndARendererOnOneHostAreOneDeviceAndEachFileTakesTheDirectRoute() async throws {
+            try await Lab.stopRenderer()
+            try await withReceiver { sandbox in
+                let both = ["ROUTE_PROVIDERS": "cast,upnp"]
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: both)
+                let devices = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8))
+                let device = try #require(devices.first { $0.name == Self.name }, "\(found)")
+                #expect(device.routes.map(\.provider) == ["cast", "upnp"], "one MAC, one device: \(device.routes.map(\.id))")
+                #expect(!devices.contains { $0.name == Lab.rendererName }, "\(devices.map(\.name))")
+                // AIFF: the renderer takes it as it is, the Default Media Receiver does not.
+                let aiff = sandbox.root + "/tone.aiff"
+                try await offThePool { try gstLaunch("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! aiffmux ! filesink location=\(q(aiff))") }
+                let casting = try sandbox.start(["cast", aiff, "--to", Self.name], environment: both)
+                try await Lab.until("the renderer plays the AIFF", within: 10) { try Lab.transportState() == "PLAYING" }
+                #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "load" }, "nothing went over Cast")
+                kill(casting.pid, SIGTERM)
+                _ = await casting.finish(within: 10)
+            }
+        }
+
+        // MARK: Helpers
+
+        /// Starts the test receiver (announced), runs `body` in a sandbox, and stops the receiver.
+        private func withReceiver(_ options: [String] = [], _ body: (Sandbox) async throws -> Void) async throws {
+            try? Lab.control("stop-cast")
+            try CastReceiverLab.start(options)
+            defer { try? Lab.control("stop-cast") }
+            try await inSandbox { sandbox in
+                defer { servers.removeAll() }
+                do { try await body(sandbox) } catch {
+                    await stopServers()
+                    throw error
+                }
+                await stopServers()
+            }
+        }
+
+        /// The `route serve` processes a test started.
+        private let servers = Servers()
+
+        private func stopServers() async {
+            for server in servers.all {
+                kill(server.pid, SIGTERM)
+                _ = await server.finish(within: 5)
+            }
+        }
+
+        /// Serves `file` with `route serve` (Range and all, which seeking needs) for the rest of the test; the URL.
+        private func serve(_ file: String, in sandbox: Sandbox) async throws -> String {
+            let server = try sandbox.start(["serve", "--bind", "10.77.0.1", file])
+            servers.append(server)
+            try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+            return server.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+}
+
+/// Processes a test keeps until its end.
+final class Servers: Sendable {
+    private let list = Mutex<[RouteProcess]>([])
+    func append(_ process: RouteProcess) { list.withLock { $0.append(process) } }
+    var all: [RouteProcess] { list.withLock { $0 } }
+    func removeAll() { list.withLock { $0.removeAll() } }
+}
+
+/// The lab's test Cast receiver and the pychromecast/catt senders in the test venv.
+enum CastReceiverLab {
+    /// Starts the receiver with these options (`--misbehave json`), announced as "Lab Cast".
+    static func start(_ options: [String]) throws {
+        try Lab.control(["start-cast"] + options)
+    }
+
+    /// What the receiver has reported, oldest first (its JSON lines).
+    static func events() -> [[String: Any]] {
+        guard let path = Lab.environment("ROUTE_LAB_CAST_LOG"), let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// The receiver's latest media report.
+    static func latestMedia() -> [String: Any]? { events().last { $0["event"] as? String == "media" } }
+    /// The receiver's latest receiver (app, volume) report.
+    static func latestReceiver() -> [String: Any]? { events().last { $0["event"] as? String == "receiver" } }
+
+    /// Runs Tests/LabTools/cast-sender (pychromecast) against the receiver; its JSON lines.
+    static func sender(_ steps: [String]) async throws -> [[String: Any]] {
+        let script = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/cast-sender").path
+        let result = try await venvTool("python", [script, "10.77.0.2"] + steps)
+        guard result.status == 0 else { throw ToolFailed(description: "cast-sender \(steps.joined(separator: " ")): \(result.text)") }
+        return result.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Runs a program of the test venv (`.build/test-venv`, made by `scripts/deps test`).
+    static func venvTool(_ name: String, _ arguments: [String]) async throws -> (status: Int32, text: String) {
+        let path = RouteBinary.packageRoot.appendingPathComponent(".build/test-venv/bin/" + name).path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw ToolFailed(description: "\(path) is missing: run scripts/deps test (it installs pychromecast and catt)")
+        }
+        return try await offThePool { try Lab.tool(path, arguments) }
+    }
+}
