@@ -432,9 +432,20 @@ final class ServerCore: @unchecked Sendable {
         let response = soup_server_message_get_response_headers(message)
         if !Self.keepAlive { soup_message_headers_replace(response, "Connection", "close") }
         let parts = path.split(separator: "/")
-        guard method == "GET" || method == "HEAD", parts.count >= 2, parts.count <= 3, parts[0] == "m",
+        guard method == "GET" || method == "HEAD" || method == "OPTIONS", parts.count >= 2, parts.count <= 3, parts[0] == "m",
               let offer = offers.items.withLock({ $0[String(parts[1])] }) else {
             soup_server_message_set_status(message, 404, nil)
+            return
+        }
+        // Cast receivers are web pages on another origin: their players read items (and text tracks)
+        // through CORS, and seek only when they may read Content-Length and Content-Range.
+        soup_message_headers_replace(response, "Access-Control-Allow-Origin", "*")
+        soup_message_headers_replace(response, "Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges")
+        if method == "OPTIONS" {
+            soup_message_headers_replace(response, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+            soup_message_headers_replace(response, "Access-Control-Allow-Headers", "Range, Content-Type")
+            soup_message_headers_replace(response, "Access-Control-Max-Age", "86400")
+            soup_server_message_set_status(message, 204, nil)
             return
         }
         let token = String(parts[1])

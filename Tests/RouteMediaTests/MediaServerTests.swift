@@ -77,6 +77,22 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         #expect(beyond.headers["content-range"] == "bytes */\(info.size)")
     }
 
+    @Test func castReceiversMayReadItemsAndTheirLengthsAcrossOrigins() async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.wav)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let ranged = try await curl(url, ["-H", "Origin: https://www.gstatic.com", "-H", "Range: bytes=0-99"])
+        #expect(ranged.status == 206 && ranged.headers["access-control-allow-origin"] == "*")
+        #expect(ranged.headers["access-control-expose-headers"]?.contains("Content-Range") == true
+                && ranged.headers["access-control-expose-headers"]?.contains("Content-Length") == true, "\(ranged.headers)")
+        let preflight = try await curl(url, ["-X", "OPTIONS", "-H", "Origin: https://www.gstatic.com",
+                                             "-H", "Access-Control-Request-Method: GET", "-H", "Access-Control-Request-Headers: range"])
+        #expect(preflight.status == 204 && preflight.headers["access-control-allow-headers"]?.contains("Range") == true)
+        #expect(try await curl(server.baseURL + "/m/00000000000000000000000000000000/media.wav", ["-X", "OPTIONS"]).status == 404)
+    }
+
     @Test func headDescribesWithoutABody() async throws {
         let samples = try await Samples.get()
         let info = try await probe(samples.wav)
