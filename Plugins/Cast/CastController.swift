@@ -31,6 +31,8 @@ actor CastController: RouteController {
     /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
     private var mediaSessionID: Int?
     private var loaded: MediaItem?
+    /// The URL of the item queued after the current one, until the receiver plays it.
+    private var queuedURL: String?
     private var expectingStop = false
     private var lastHeard = ContinuousClock.now
     private var closed = false
@@ -309,6 +311,14 @@ actor CastController: RouteController {
             }
         default: break
         }
+        if let url = session.media?.contentId ?? session.items?.first(where: { $0.itemId == session.currentItemId })?.media?.contentId {
+            if url != status.itemURL, url == queuedURL {
+                // The receiver moved on to the queued item: a new item, with its own duration.
+                queuedURL = nil
+                status.duration = nil
+            }
+            status.itemURL = url
+        }
         if let time = Self.number(session.currentTime, in: 0...1e7) {
             status.position = time
             status.timestamp = Date()
@@ -317,9 +327,6 @@ actor CastController: RouteController {
             status.duration = duration
         }
         if let rate = Self.number(session.playbackRate, in: 0.01...16) { status.speed = rate }
-        if let url = session.media?.contentId ?? session.items?.first(where: { $0.itemId == session.currentItemId })?.media?.contentId {
-            status.itemURL = url
-        }
         status.itemID = session.currentItemId.map(String.init)
         status.sessionID = [app?.sessionId, String(session.mediaSessionId)].compactMap { $0 }.joined(separator: "/")
         if let commands = session.supportedMediaCommands {
@@ -348,6 +355,7 @@ actor CastController: RouteController {
         let transport = try await mediaApp()
         mediaSessionID = nil
         expectingStop = false
+        queuedURL = nil
         loaded = item
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
         status.muted = updates.latest?.muted
@@ -440,7 +448,36 @@ actor CastController: RouteController {
         }
     }
 
-    func setNext(_ item: MediaItem) async throws -> Bool { false }
+    /// Queues `item` on the receiver (QUEUE_INSERT after the current item): it starts without a gap, and
+    /// MEDIA_STATUS then names it.
+    func setNext(_ item: MediaItem) async throws -> Bool {
+        guard let session = mediaSessionID, let transport = app?.transportId else { return false }
+        // Known as queued from now: a skip meanwhile goes out after this request, and the receiver takes
+        // both in order.
+        queuedURL = item.url
+        do {
+            let reply = try await request(CastNamespace.media, to: transport, [
+                "type": "QUEUE_INSERT", "mediaSessionId": session,
+                "items": [["media": Self.media(for: item), "autoplay": true, "preloadTime": 5]],
+            ])
+            guard reply.type == "MEDIA_STATUS" else {
+                log(.debug, "\(route.name) did not queue the next item: \(reply.failure)")
+                if queuedURL == item.url { queuedURL = nil }
+                return false
+            }
+            return true
+        } catch {
+            if queuedURL == item.url { queuedURL = nil }
+            throw error
+        }
+    }
+
+    /// QUEUE_UPDATE with a jump of one: the receiver moves on to the item `setNext` queued.
+    func skipToNext() async throws -> Bool {
+        guard queuedURL != nil, status.itemURL != queuedURL else { return false }
+        try await mediaCommand("QUEUE_UPDATE", ["jump": 1])
+        return true
+    }
 
     nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
 

@@ -428,6 +428,9 @@ public actor CastSession {
 
     /// Skips to the next item (ends the session after the last one).
     public func next() async throws {
+        // The device's own queue moves on without a gap; its status then names the queued item. (The
+        // controller knows best whether something is queued: queueing may still be on its way.)
+        if let controller, (try? await controller.skipToNext()) == true { return }
         skipping = true
         try await playing().stop()
     }

@@ -70,12 +70,21 @@ public protocol RouteController: AnyObject, Sendable {
     /// moves on to a queued item, statuses carry its URL in `itemURL`.
     func setNext(_ item: MediaItem) async throws -> Bool
 
+    /// Moves on to the item `setNext` queued, without stopping (a Cast receiver's queue). Returns false
+    /// when the device cannot; the caller then stops the current item and loads the next.
+    func skipToNext() async throws -> Bool
+
     /// Status reports, starting with the current one. Each call gives an independent stream;
     /// it finishes when the controller is closed.
     func statusUpdates() -> AsyncStream<PlaybackStatus>
 
     /// Releases the device connection; further commands fail. Safe to call twice.
     func close() async
+}
+
+extension RouteController {
+    /// Devices without a queue of their own cannot skip to the next item.
+    public func skipToNext() async throws -> Bool { false }
 }
 
 /// What the router knows of one provider.

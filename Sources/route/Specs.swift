@@ -83,6 +83,7 @@ enum Specs {
         control("play", "resume playback on a device", "", []),
         control("pause", "pause playback on a device", "", []),
         control("stop", "stop playback on a device (ends its `route cast`)", "", []),
+        control("next", "skip to the next file of a device's `route cast` (ends it after the last)", "", []),
         control("status", "show what a device is playing", "", [CommonOptions.json]),
         control("seek", "seek on a device: 90, 1:30, +30 or -10 (seconds)", "POSITION", []),
         control("volume", "set a device's volume, 0 to 100", "LEVEL", []),

@@ -91,6 +91,36 @@ extension LabTests {
             }
         }
 
+        @Test func aQueueOfTwoFilesPlaysOnTheReceiversOwnQueue() async throws {
+            try await withReceiver { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 3)
+                let second = try await sandbox.wav("second.wav", seconds: 3)
+                let result = try await sandbox.run(["cast", first, second, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: second [2/2] on \(Self.name)", "\(result)")
+                #expect(result.stdoutLines.contains("playing: second [2/2] on \(Self.name)") && !result.stdout.contains("ended: first"), "\(result)")
+                let events = CastReceiverLab.events()
+                #expect(events.filter { $0["event"] as? String == "load" }.count == 1, "one LOAD, then the receiver's queue: \(events)")
+                #expect(events.contains { $0["event"] as? String == "queue-insert" })
+                #expect(events.contains { $0["event"] as? String == "queue-next" })
+            }
+        }
+
+        @Test func routeNextMovesTheReceiversQueueOn() async throws {
+            try await withReceiver { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 30)
+                let second = try await sandbox.wav("second.wav", seconds: 2)
+                let casting = try sandbox.start(["cast", first, second, "--to", Self.name], environment: cast)
+                try await Lab.until("the second file is queued", within: 10) {
+                    CastReceiverLab.events().contains { $0["event"] as? String == "queue-insert" }
+                }
+                #expect(try await sandbox.run(["next", "--to", Self.name]).status == 0)
+                let result = await casting.finish(within: 15)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: second [2/2] on \(Self.name)", "\(result)")
+                #expect(CastReceiverLab.events().contains { $0["event"] as? String == "queue-next" })
+                #expect(CastReceiverLab.events().filter { $0["event"] as? String == "load" }.count == 1)
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
