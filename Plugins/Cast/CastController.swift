@@ -31,6 +31,8 @@ actor CastController: RouteController {
     /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
     private var mediaSessionID: Int?
     private var loaded: MediaItem?
+    /// Whether the item loaded last has played at all (an error before that is about its format).
+    private var playedOnce = false
     /// The URL of the item queued after the current one, until the receiver plays it.
     private var queuedURL: String?
     private var expectingStop = false
@@ -294,7 +296,9 @@ actor CastController: RouteController {
     private func apply(_ session: MediaSessionStatus) {
         status.deviceState = session.playerState
         switch session.playerState {
-        case "PLAYING": status.state = .playing
+        case "PLAYING":
+            status.state = .playing
+            playedOnce = true
         case "PAUSED": status.state = .paused
         case "BUFFERING", "LOADING": status.state = .loading
         case "IDLE":
@@ -305,7 +309,8 @@ actor CastController: RouteController {
                 status.end(.failed, because: .replaced)
                 status.error = "another controller took \(route.name) over"
             case "ERROR":
-                status.end(.failed, because: .deviceError)
+                // Before it played, most likely its format (the session may send it transcoded).
+                status.end(.failed, because: playedOnce ? .deviceError : .unplayable)
                 status.error = "\(route.name) could not play it (the receiver reported an error)"
             default: break
             }
@@ -355,6 +360,7 @@ actor CastController: RouteController {
         let transport = try await mediaApp()
         mediaSessionID = nil
         expectingStop = false
+        playedOnce = false
         queuedURL = nil
         loaded = item
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
@@ -365,6 +371,7 @@ actor CastController: RouteController {
             "type": "LOAD", "media": Self.media(for: item), "autoplay": autoplay, "currentTime": 0,
         ])
         guard reply.type == "MEDIA_STATUS", let session = MediaSessionStatus.decode(reply.payload)?.first else {
+            if reply.type == "LOAD_FAILED" { throw RouteError.mediaRefused(device: route.name, reason: reply.failure) }
             throw RouteError.commandFailed(device: route.name, command: "LOAD", reason: reply.failure)
         }
         mediaSessionID = session.mediaSessionId

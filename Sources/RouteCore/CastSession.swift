@@ -54,6 +54,8 @@ public actor CastSession {
         /// could not serve, ends the cast with a line that says so.
         public var access: @Sendable (MediaItem) -> MediaAccess?
         public var fetchDeadline: Duration
+        /// Hears, in words, what the session did on its own (a refused item sent again transcoded).
+        public var onNotice: @Sendable (String) -> Void = { _ in }
 
         /// Options; by default 20 s to start, 5 s a picture, 6 s to fetch.
         public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5),
@@ -254,6 +256,9 @@ public actor CastSession {
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
         guard let controller else { return }
         updates.send(CastStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status))
+        if status.state == .failed, status.endReason == .unplayable, !started, current?.fallingBack() != nil {
+            return try await fallBack(because: status.error ?? "it could not play it")
+        }
         if status.state == .failed {
             throw RouteError.playbackFailed(device: device.name, item: title, reason: status.error ?? "playback failed")
         }
@@ -359,7 +364,18 @@ public actor CastSession {
         started = false
         shownSince = nil
         loadedAt = .now
-        try await controller.load(item, autoplay: true)
+        do {
+            try await controller.load(item, autoplay: true)
+        } catch RouteError.mediaRefused(_, let reason) where item.fallingBack() != nil {
+            try await fallBack(because: reason)
+        }
+    }
+
+    /// Loads the current item's transcoded stream, once, after the device refused it as it was.
+    private func fallBack(because reason: String) async throws {
+        guard let fallback = current?.fallingBack() else { return }
+        options.onNotice("\(device.name) refused \(title) as it is (\(reason)): sending it transcoded")
+        try await start(fallback)
     }
 
     /// A device's status as the session reports it: after a seek reload of a converted stream, the

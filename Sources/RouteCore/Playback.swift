@@ -74,6 +74,8 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
         case replaced
         /// The device reported an error.
         case deviceError
+        /// The device could not play the media it was sent (its format): a converted stream may play.
+        case unplayable
         /// The device stopped answering or left the network.
         case deviceGone
     }
@@ -137,6 +139,23 @@ public struct MediaItem: Sendable, Hashable, Codable {
     /// Whether `url` is a stream converted on the fly: devices cannot seek in it by bytes, so a seek
     /// reloads it from `url?t=SECONDS`, where the server restarts the conversion.
     public var isConverted: Bool = false
+    /// A transcoded stream of the same item, with its MIME type, to load once when the device refuses
+    /// `url` (as VLC does after a Cast LOAD_FAILED); nil when `url` is already transcoded.
+    public var fallbackURL: String?
+    public var fallbackMimeType: String?
+
+    /// The item as its transcoded fallback stream, if it has one.
+    public func fallingBack() -> MediaItem? {
+        guard let fallbackURL, let fallbackMimeType else { return nil }
+        var copy = self
+        copy.url = fallbackURL
+        copy.mimeType = fallbackMimeType
+        copy.size = nil
+        copy.isConverted = true
+        copy.fallbackURL = nil
+        copy.fallbackMimeType = nil
+        return copy
+    }
 
     /// The same item starting `seconds` in (for a converted stream).
     public func starting(at seconds: Double) -> MediaItem {

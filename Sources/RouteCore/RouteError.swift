@@ -21,6 +21,8 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
     case notCasting(query: String?)
     /// The device stopped playing an item: it failed, vanished or refused it.
     case playbackFailed(device: String, item: String, reason: String)
+    /// The device refused the media as it was sent (a Cast LOAD_FAILED): a converted stream may play.
+    case mediaRefused(device: String, reason: String)
 
     public var description: String {
         switch self {
@@ -42,6 +44,8 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
             return "nothing is being cast\(query.map { " to \"\($0)\"" } ?? "") by route on this machine; start one with `route cast FILE --to DEVICE`"
         case .playbackFailed(let device, let item, let reason):
             return "\(item) stopped on \(device): \(reason)"
+        case .mediaRefused(let device, let reason):
+            return "\(device) cannot play it as sent: \(reason)"
         case .unknownAddress(let address):
             return "no provider can reach \"\(address)\"; give host:port or a UPnP description URL, or a device's IP address or name"
         }

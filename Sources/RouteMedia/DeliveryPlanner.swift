@@ -162,6 +162,22 @@ public enum DeliveryPlanner {
         }
     }
 
+    /// What to transcode to when a device refuses a file it says it takes: H.264 + AAC for video (MPEG-TS,
+    /// else MP4), MP3 (else the best audio format it takes) for sound, JPEG for a picture; nil when there is
+    /// nothing else to send.
+    public static func fallback(for info: MediaInfo, on accepts: MediaAcceptance) -> TranscodeProfile? {
+        switch info.kind {
+        case .video:
+            if accepts.acceptsAny(of: ["video/mp2t"]) { return .mpegTS }
+            if accepts.acceptsAny(of: ["video/mp4"]) { return .fragmentedMP4 }
+            return nil
+        case .audio:
+            return accepts.accepts(mimeType: "audio/mpeg") ? .mp3 : audioProfile(accepts)
+        default:
+            return accepts.accepts(mimeType: "image/jpeg") && info.mimeType != "image/jpeg" ? .jpeg : nil
+        }
+    }
+
     private static func audioProfile(_ accepts: MediaAcceptance) -> TranscodeProfile? {
         let order: [(TranscodeProfile, [String])] = [
             (.flac, ["audio/flac", "audio/x-flac"]),

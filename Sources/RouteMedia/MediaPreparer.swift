@@ -73,6 +73,13 @@ public final class MediaPreparer: Sendable {
             item.size = nil
             item.isConverted = true
         }
+        // A device may still refuse what its list says it takes (a codec or profile it lacks): a transcoded
+        // stream to fall back on, served only if it is asked for.
+        if plan.cost < Delivery.transcode(.mp3).cost, let profile = DeliveryPlanner.fallback(for: info, on: route.accepts),
+           let (fallback, fallbackType) = server.offer(info, as: .transcode(profile), maxChannels: route.maxAudioChannels) {
+            item.fallbackURL = fallback
+            item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
+        }
         return (route, item)
     }
 

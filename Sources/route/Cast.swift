@@ -23,10 +23,11 @@ enum Cast {
                              options: CastOptions) async throws -> ExitCode {
         let preparer = try MediaPreparer(device: device, via: options.via)
         defer { preparer.close() }
-        let sessionOptions = CastSession.Options(startTimeout: options.startTimeout, imageDuration: options.imageDuration,
+        var sessionOptions = CastSession.Options(startTimeout: options.startTimeout, imageDuration: options.imageDuration,
                                                  access: { preparer.access(to: $0) }, onSkip: { _, title, error in
             printError("route cast: skipping \(title): \(error)", overStatus: true)
         })
+        sessionOptions.onNotice = { printError("route cast: \($0)", overStatus: true) }
         let session = CastSession(device: device, titles: probes.titles, options: sessionOptions,
                                   open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)

@@ -45,7 +45,7 @@ enum ExitCode: Int32 {
             switch error {
             case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
             case .deviceUnreachable: self = .unreachable
-            case .commandFailed, .unsupported, .playbackFailed, .unusableDevice: self = .failure
+            case .commandFailed, .unsupported, .playbackFailed, .unusableDevice, .mediaRefused: self = .failure
             }
         default: self = .failure
         }

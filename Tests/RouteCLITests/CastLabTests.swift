@@ -121,6 +121,18 @@ extension LabTests {
             }
         }
 
+        @Test func aFileTheReceiverRefusesIsSentAgainTranscodedOnce() async throws {
+            try await withReceiver(["--refuse", "audio/flac"]) { sandbox in
+                let flac = sandbox.root + "/tone.flac"
+                try await offThePool { try gstLaunch("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! flacenc ! filesink location=\(q(flac))") }
+                let result = try await sandbox.run(["cast", flac, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: tone on \(Self.name)", "\(result)")
+                #expect(result.stderr.contains("refused tone as it is") && result.stderr.contains("sending it transcoded"), "\(result)")
+                let loads = CastReceiverLab.events().filter { ["load", "refused"].contains($0["event"] as? String) }
+                #expect(loads.map { $0["contentType"] as? String } == ["audio/flac", "audio/mpeg"], "\(loads)")
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
