@@ -24,6 +24,9 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
     case mpegTS, fragmentedMP4
     /// H.264 (+ AAC or MP3) copied into MPEG-TS or fragmented MP4.
     case mpegTSCopy, fragmentedMP4Copy
+    /// H.264 copied and the sound encoded to AAC (AC-3, DTS, FLAC… beside H.264), into MPEG-TS or fragmented
+    /// MP4: the picture keeps its quality and costs nothing; only the sound is converted.
+    case mpegTSVideoCopy, fragmentedMP4VideoCopy
     case jpeg
 
     /// The MIME type of what the pipeline produces (for `audioCopy`, see `mimeType(for:)`).
@@ -35,8 +38,8 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
         case .wav: return "audio/wav"
         case .vorbis: return "audio/ogg"
         case .audioCopy: return "audio/mpeg"
-        case .mpegTS, .mpegTSCopy: return "video/mp2t"
-        case .fragmentedMP4, .fragmentedMP4Copy: return "video/mp4"
+        case .mpegTS, .mpegTSCopy, .mpegTSVideoCopy: return "video/mp2t"
+        case .fragmentedMP4, .fragmentedMP4Copy, .fragmentedMP4VideoCopy: return "video/mp4"
         case .jpeg: return "image/jpeg"
         }
     }
@@ -50,7 +53,7 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
     }
 
     /// Whether the profile copies compressed streams (it can only start at a key frame) rather than decoding them.
-    public var copiesStreams: Bool { self == .audioCopy || self == .mpegTSCopy || self == .fragmentedMP4Copy }
+    public var copiesStreams: Bool { [.audioCopy, .mpegTSCopy, .fragmentedMP4Copy, .mpegTSVideoCopy, .fragmentedMP4VideoCopy].contains(self) }
 
     /// The pipeline after the file source, ending in an element named `route_out` (the caller adds
     /// `route_out. ! appsink`). Built from the file's streams so no branch waits for a stream that is absent.
@@ -71,7 +74,7 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
         let formatLimit: Int
         switch self {
         case .mp3: formatLimit = 2
-        case .aac, .mpegTS, .fragmentedMP4: formatLimit = 6
+        case .aac, .mpegTS, .fragmentedMP4, .mpegTSVideoCopy, .fragmentedMP4VideoCopy: formatLimit = 6
         default: formatLimit = 8
         }
         let channels = max(1, min(source, formatLimit, maxChannels ?? .max))
@@ -88,6 +91,15 @@ public enum TranscodeProfile: String, Sendable, CaseIterable {
                 ? "aacparse ! audio/mpeg,stream-format=adts" : "mpegaudioparse"
             return "parsebin ! \(gate) ! \(parse) ! identity name=route_out"
         case .jpeg: return "decodebin ! videoconvert ! jpegenc snapshot=true ! identity name=route_out"
+        case .mpegTSVideoCopy, .fragmentedMP4VideoCopy:
+            let mux = self == .mpegTSVideoCopy ? "mpegtsmux name=route_out" : "mp4mux name=route_out fragment-duration=1000 streamable=true"
+            // The picture's branch takes only H.264, so the sound (whatever it is) goes to the other one.
+            var parts = ["parsebin name=route_demux", mux,
+                         "route_demux. ! video/x-h264 ! queue ! identity name=route_gate_video silent=true ! h264parse config-interval=-1 ! route_out."]
+            if audio {
+                parts.append("route_demux. ! queue ! \(gate) ! decodebin ! \(raw) ! avenc_aac bitrate=192000 ! aacparse ! route_out.")
+            }
+            return parts.joined(separator: " ")
         case .mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy:
             let copy = copiesStreams
             let mux = (self == .mpegTS || self == .mpegTSCopy)
@@ -137,10 +149,10 @@ public enum DeliveryPlanner {
             let h264 = info.streams.first { $0.kind == .video }?.codec == "video/x-h264"
             let audioCopyable = audioStream.map { AudioCodec($0) != .other } ?? true
             if accepts.acceptsAny(of: ["video/mp2t", "video/mpeg2ts", "video/vnd.dlna.mpeg-tts"]) {
-                return h264 && audioCopyable ? .remux(.mpegTSCopy) : .transcode(.mpegTS)
+                return h264 ? .remux(audioCopyable ? .mpegTSCopy : .mpegTSVideoCopy) : .transcode(.mpegTS)
             }
             if accepts.acceptsAny(of: ["video/mp4"]) {
-                return h264 && audioCopyable ? .remux(.fragmentedMP4Copy) : .transcode(.fragmentedMP4)
+                return h264 ? .remux(audioCopyable ? .fragmentedMP4Copy : .fragmentedMP4VideoCopy) : .transcode(.fragmentedMP4)
             }
             if audioStream != nil, let audio = audioProfile(accepts) {
                 return .transcode(audio)
@@ -206,7 +218,7 @@ extension Delivery {
         guard info.kind == .video else { return false }
         switch self {
         case .transcode(let profile), .remux(let profile):
-            return ![.mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy].contains(profile)
+            return ![.mpegTS, .fragmentedMP4, .mpegTSCopy, .fragmentedMP4Copy, .mpegTSVideoCopy, .fragmentedMP4VideoCopy].contains(profile)
         case .direct, .unplayable: return false
         }
     }

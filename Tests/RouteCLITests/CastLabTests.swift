@@ -133,6 +133,23 @@ extension LabTests {
             }
         }
 
+        @Test func anH264AndAC3MatroskaPlaysWithThePictureCopiedAndTheSoundConverted() async throws {
+            try await withReceiver { sandbox in
+                let movie = sandbox.root + "/film.mkv"
+                try await offThePool { try gstLaunch("""
+                    videotestsrc num-buffers=150 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast key-int-max=30 \
+                    ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(movie)) audiotestsrc num-buffers=235 samplesperbuffer=1024 \
+                    ! audio/x-raw,rate=48000,channels=6 ! audioconvert ! avenc_ac3 ! ac3parse ! queue ! mux.
+                    """) }
+                let result = try await sandbox.run(["cast", movie, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: film on \(Self.name)", "\(result)")
+                let load = CastReceiverLab.events().first { $0["event"] as? String == "load" }
+                #expect(load?["contentType"] as? String == "video/mp2t", "\(String(describing: load))")
+                #expect(CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" })
+                #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "error" })
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)

@@ -25,6 +25,8 @@ struct Samples: Sendable {
     let mp4: String
     /// 6.000 s of 160x120 H.264 (a key frame every second) with AAC, in Matroska.
     let mkv: String
+    /// The same picture with 5.1 AC-3 sound, in Matroska (what Cast takes only with the sound converted).
+    let mkvAC3: String
     /// 4.000 s of 160x120 VP8 with Vorbis, in WebM (a device taking only H.264 needs it transcoded).
     let webm: String
     /// 6.000 s of MP3.
@@ -58,7 +60,7 @@ struct Samples: Sendable {
         let samples = Samples(
             wav: root + "/tone.wav", longWAV: root + "/six seconds.wav", taggedMP3: root + "/tagged.mp3",
             bareMP3: root + "/bare.mp3", ogg: root + "/tone.ogg", m4a: root + "/tone.m4a", mp4: root + "/clip.mp4",
-            mkv: root + "/clip.mkv", webm: root + "/clip.webm", longMP3: root + "/six seconds.mp3",
+            mkv: root + "/clip.mkv", mkvAC3: root + "/clip ac3.mkv", webm: root + "/clip.webm", longMP3: root + "/six seconds.mp3",
             png: root + "/picture.png", textMP3: root + "/notes.mp3", empty: root + "/empty.wav",
             directory: root + "/folder.wav", root: root)
         // audiotestsrc makes 882-sample buffers: 100 buffers at 44.1 kHz are exactly 2.000 s.
@@ -81,6 +83,11 @@ struct Samples: Sendable {
             videotestsrc num-buffers=180 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast key-int-max=30 \
             ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(samples.mkv)) \
             audiotestsrc num-buffers=282 samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! avenc_aac ! aacparse ! queue ! mux.
+            """)
+        try gstLaunch("""
+            videotestsrc num-buffers=180 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast key-int-max=30 \
+            ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(samples.mkvAC3)) \
+            audiotestsrc num-buffers=282 samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=6 ! audioconvert ! avenc_ac3 ! ac3parse ! queue ! mux.
             """)
         try gstLaunch("""
             videotestsrc num-buffers=120 ! video/x-raw,width=160,height=120,framerate=30/1 ! vp8enc deadline=1 ! queue ! webmmux name=mux \
