@@ -369,7 +369,7 @@ actor CastController: RouteController {
         publish()
         let reply = try await request(CastNamespace.media, to: transport, [
             "type": "LOAD", "media": Self.media(for: item), "autoplay": autoplay, "currentTime": 0,
-        ])
+        ].merging(Self.activeTracks(for: item)) { $1 })
         guard reply.type == "MEDIA_STATUS", let session = MediaSessionStatus.decode(reply.payload)?.first else {
             if reply.type == "LOAD_FAILED" { throw RouteError.mediaRefused(device: route.name, reason: reply.failure) }
             throw RouteError.commandFailed(device: route.name, command: "LOAD", reason: reply.failure)
@@ -409,7 +409,19 @@ actor CastController: RouteController {
         if let artwork = item.artworkURL { metadata["images"] = [["url": artwork]] }
         var media: [String: Any] = ["contentId": item.url, "contentType": item.mimeType, "streamType": "BUFFERED", "metadata": metadata]
         if let duration = item.duration { media["duration"] = duration }
+        if let subtitles = item.subtitlesURL {
+            media["tracks"] = [["trackId": Self.subtitlesTrack, "type": "TEXT", "subtype": "SUBTITLES", "name": "Subtitles",
+                                "trackContentId": subtitles, "trackContentType": "text/vtt"]]
+        }
         return media
+    }
+
+    /// The id of the one text track route sends.
+    private static let subtitlesTrack = 1
+
+    /// The fields of a LOAD besides `media`: the subtitles track on, when there is one.
+    private static func activeTracks(for item: MediaItem) -> [String: Any] {
+        item.subtitlesURL == nil ? [:] : ["activeTrackIds": [subtitlesTrack]]
     }
 
     /// A media command on route's session; its answer is the new MEDIA_STATUS.

@@ -128,11 +128,13 @@ package enum CastReceiver {
         let video = !group && (capabilityBits.map { $0 & 1 != 0 } ?? true)
         var ids: Set<String> = ["cast:\(id)"]
         if let mac = NeighbourTable.mac(for: address.host) { ids.insert("mac:\(mac)") }
-        return MediaRoute(provider: "cast", nativeID: id, name: name, kind: group ? .group : video ? .tv : .speaker,
+        var route = MediaRoute(provider: "cast", nativeID: id, name: name, kind: group ? .group : video ? .tv : .speaker,
                           address: address.description,
                           capabilities: video ? .all : .audio, volumeControl: .absolute,
                           accepts: .mimeTypes(video ? videoTypes + audioTypes + imageTypes : audioTypes),
                           maxAudioChannels: 2, deduplicationIDs: ids)
+        route.showsSubtitles = video
+        return route
     }
 
     /// `HOST:PORT` or `HOST` (port 8009), HOST an IP address; nil for anything else.

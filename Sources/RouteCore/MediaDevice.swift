@@ -27,6 +27,8 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
     public var accepts: MediaAcceptance
     /// The most audio channels it plays, when it says (Cast: 2); nil when unknown.
     public var maxAudioChannels: Int?
+    /// Whether it shows a WebVTT text track beside a video (Cast).
+    public var showsSubtitles = false
     /// Ids that assert the device's identity: a UPnP UDN, a Cast id, `mac:…` from the neighbour table.
     /// Routes of different providers that share one are the same device. Never an address: two
     /// devices can share a host.

@@ -143,6 +143,9 @@ public struct MediaItem: Sendable, Hashable, Codable {
     /// `url` (as VLC does after a Cast LOAD_FAILED); nil when `url` is already transcoded.
     public var fallbackURL: String?
     public var fallbackMimeType: String?
+    /// A WebVTT text track for the item (subtitles beside the file, chosen, or inside it), for devices
+    /// that show text tracks (`MediaRoute.showsSubtitles`).
+    public var subtitlesURL: String?
 
     /// The item as its transcoded fallback stream, if it has one.
     public func fallingBack() -> MediaItem? {

@@ -43,7 +43,8 @@ public final class MediaPreparer: Sendable {
     /// not get of the file (the picture of a video sent to a speaker).
     /// - Throws: `MediaError.unplayable` when nothing any route takes can be made from the file;
     ///   `MediaError.server` when no local address reaches the device.
-    public func prepare(_ info: MediaInfo, notice: (String) -> Void = { _ in }) throws -> (route: MediaRoute, item: MediaItem) {
+    public func prepare(_ info: MediaInfo, subtitles: Subtitles = .automatic,
+                        notice: (String) -> Void = { _ in }) throws -> (route: MediaRoute, item: MediaItem) {
         var item = MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType,
                              title: info.displayTitle, artist: info.artist, album: info.album,
                              duration: info.duration, size: info.size, kind: info.kind)
@@ -69,6 +70,9 @@ public final class MediaPreparer: Sendable {
         if let art = info.coverArt {
             item.artworkURL = server.offer(data: art.data, mimeType: art.mimeType)
         }
+        if route.showsSubtitles, info.kind == .video, let (path, embedded) = subtitles.source(for: info) {
+            item.subtitlesURL = server.offer(subtitles: path, embedded: embedded)
+        }
         if case .direct = plan {} else {
             item.size = nil
             item.isConverted = true
@@ -93,6 +97,35 @@ public final class MediaPreparer: Sendable {
         servers.withLock { table in
             for server in table.values { server.close() }
             table.removeAll()
+        }
+    }
+}
+
+/// Which subtitles go with a video.
+public enum Subtitles: Sendable, Equatable {
+    /// A `.srt` or `.vtt` beside the file with its base name, else a text stream inside the file.
+    case automatic
+    /// This file (`--subtitles`).
+    case file(String)
+    /// None (`--no-subtitles`).
+    case off
+
+    /// The subtitles for `info`: a path, and whether they are a stream inside that file.
+    func source(for info: MediaInfo) -> (path: String, embedded: Bool)? {
+        switch self {
+        case .off: return nil
+        case .file(let path): return (path, false)
+        case .automatic:
+            let base = URL(fileURLWithPath: info.path).deletingPathExtension()
+            let directory = base.deletingLastPathComponent().path
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for ext in ["vtt", "srt"] {
+                if let name = names.first(where: { $0.lowercased() == (base.lastPathComponent + "." + ext).lowercased() }) {
+                    return (directory + "/" + name, false)
+                }
+            }
+            let text = info.streams.contains { $0.kind == .subtitles && $0.codec.hasPrefix("text/") }
+            return text ? (info.path, true) : nil
         }
     }
 }

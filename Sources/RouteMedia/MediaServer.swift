@@ -65,6 +65,20 @@ public final class MediaServer: Sendable {
                                                duration: info.duration, exactSeek: !profile.copiesStreams))))
     }
 
+    /// Offers subtitles as WebVTT: a `.vtt` file as it is; a `.srt` (or another format GStreamer's subparse
+    /// reads) converted on each request; or, with `embedded`, the text stream inside a media file. Returns
+    /// the URL.
+    public func offer(subtitles path: String, embedded: Bool = false) -> String {
+        if !embedded, path.lowercased().hasSuffix(".vtt") {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? nil
+            return offer(file: path, mimeType: "text/vtt", size: size ?? 0)
+        }
+        let description = embedded
+            ? "parsebin name=route_demux route_demux. ! text/x-raw ! webvttenc ! identity name=route_out"
+            : "subparse ! webvttenc ! identity name=route_out"
+        return add(Offer(path: path, mimeType: "text/vtt", source: .pipeline(Conversion(description: description, duration: nil, exactSeek: false))))
+    }
+
     /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
     public func offer(_ info: MediaInfo, as plan: Delivery, maxChannels: Int? = nil) -> (url: String, mimeType: String)? {
         switch plan {

@@ -31,7 +31,9 @@ enum Cast {
         let session = CastSession(device: device, titles: probes.titles, options: sessionOptions,
                                   open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
-            let (route, item) = try preparer.prepare(info) { notice in printError("route cast: \(notice)", overStatus: true) }
+            let (route, item) = try preparer.prepare(info, subtitles: options.subtitles) { notice in
+                printError("route cast: \(notice)", overStatus: true)
+            }
             return CastSession.Prepared(route: route, item: item)
         }
         let control = try SessionControlServer(device: device) { request in
@@ -110,11 +112,23 @@ struct CastOptions {
     let startTimeout: Duration
     /// The protocol every item must go over (`--via`), when one is forced.
     let via: String?
+    /// Which subtitles go with videos (`--subtitles FILE`, `--no-subtitles`).
+    let subtitles: Subtitles
 
     init(_ parsed: ParsedArguments) throws {
         let start = ProcessInfo.processInfo.environment["ROUTE_START_TIMEOUT"].flatMap(Double.init) ?? 20
         startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
         via = parsed["via"]?.lowercased()
+        if parsed.has("no-subtitles") {
+            subtitles = .off
+        } else if let path = parsed["subtitles"] {
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw UsageError(description: "--subtitles: cannot read \"\(path)\"")
+            }
+            subtitles = .file(URL(fileURLWithPath: path).standardizedFileURL.path)
+        } else {
+            subtitles = .automatic
+        }
         let text = parsed["image-duration"] ?? "5"
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw UsageError(description: "--image-duration takes seconds from 0 to 3600, not \"\(text)\"")

@@ -15,7 +15,9 @@ enum Specs {
         name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
                   OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (upnp, local, …) even where another route plays it better"),
-                  OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)")],
+                  OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)"),
+                  OptionSpec(name: "subtitles", value: "FILE", help: "show these subtitles (.srt, .vtt) with every video, where the device shows text tracks"),
+                  OptionSpec(name: "no-subtitles", value: nil, help: "send no subtitles (by default: a .srt/.vtt beside the file, else a text stream inside it)")],
         details: """
         Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
         file to it (transcoding when the device cannot play it) and plays the files as a queue; later files are

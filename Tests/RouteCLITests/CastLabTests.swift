@@ -150,6 +150,57 @@ extension LabTests {
             }
         }
 
+        @Test func subtitlesBesideTheFileReachTheReceiverAsAWebVTTTrack() async throws {
+            try await withReceiver { sandbox in
+                let movie = sandbox.root + "/film.mkv"
+                try await offThePool { try gstLaunch("""
+                    videotestsrc num-buffers=60 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast \
+                    ! h264parse ! matroskamux ! filesink location=\(q(movie))
+                    """) }
+                _ = try sandbox.file("film.srt", "1\n00:00:00,500 --> 00:00:01,500\nHello from the lab\n\n2\n00:00:01,600 --> 00:00:01,900\nBye\n")
+                let result = try await sandbox.run(["cast", movie, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0, "\(result)")
+                try await Lab.until("the receiver fetched the text track", within: 5) {
+                    CastReceiverLab.events().contains { $0["event"] as? String == "track" }
+                }
+                let track = try #require(CastReceiverLab.events().first { $0["event"] as? String == "track" })
+                #expect(track["webvtt"] as? Bool == true && track["cues"] as? Int == 2 && track["cors"] as? String == "*", "\(track)")
+                #expect((track["text"] as? String)?.contains("Hello from the lab") == true)
+                // --no-subtitles sends none.
+                let quiet = try await sandbox.run(["cast", movie, "--to", Self.name, "--no-subtitles"], environment: cast, timeout: 30)
+                #expect(quiet.status == 0)
+                let loads = CastReceiverLab.events().filter { $0["event"] as? String == "load" }
+                #expect(loads.count == 2 && ((loads.last?["metadata"] as? [String: Any]) != nil))
+                #expect(CastReceiverLab.events().filter { $0["event"] as? String == "track" }.count == 1)
+                // --subtitles FILE, a .vtt served as it is.
+                let chosen = try sandbox.file("chosen.vtt", "WEBVTT\n\n00:00.100 --> 00:00.900\nChosen words\n")
+                let picked = try await sandbox.run(["cast", movie, "--to", Self.name, "--subtitles", chosen], environment: cast, timeout: 30)
+                #expect(picked.status == 0, "\(picked)")
+                try await Lab.until("the receiver fetched the chosen track", within: 5) {
+                    CastReceiverLab.events().contains { $0["event"] as? String == "track" && ($0["text"] as? String)?.contains("Chosen words") == true }
+                }
+            }
+        }
+
+        @Test func aTextStreamInsideTheFileIsSentAsWebVTT() async throws {
+            try await withReceiver { sandbox in
+                let srt = try sandbox.file("inside.srt", "1\n00:00:00,200 --> 00:00:01,000\nInside the film\n")
+                let movie = sandbox.root + "/inside.mkv"
+                try await offThePool { try gstLaunch("""
+                    videotestsrc num-buffers=60 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast \
+                    ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(movie)) filesrc location=\(q(srt)) ! subparse ! queue ! mux.
+                    """) }
+                try FileManager.default.removeItem(atPath: srt)
+                let result = try await sandbox.run(["cast", movie, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0, "\(result)")
+                try await Lab.until("the receiver fetched the text track", within: 5) {
+                    CastReceiverLab.events().contains { $0["event"] as? String == "track" }
+                }
+                let track = try #require(CastReceiverLab.events().first { $0["event"] as? String == "track" })
+                #expect(track["webvtt"] as? Bool == true && (track["text"] as? String)?.contains("Inside the film") == true, "\(track)")
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
