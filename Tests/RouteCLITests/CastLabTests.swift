@@ -201,6 +201,29 @@ extension LabTests {
             }
         }
 
+        @Test func aGroupIsListedAsAGroupAndFollowedWhenItsLeaderMoves() async throws {
+            try? Lab.control("stop-cast", "--group")
+            try Lab.control("start-cast", "--group", "32187")
+            defer { try? Lab.control("stop-cast", "--group") }
+            try await inSandbox { sandbox in
+                func group() async throws -> MediaDevice? {
+                    let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: cast)
+                    return try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).first { $0.name == "Lab Group" }
+                }
+                let before = try #require(try await group())
+                #expect(before.kind == .group && before.address == "10.77.0.2:32187" && before.capabilities == .audio)
+                // The leader moves: the same group (its id) is announced from another port.
+                try Lab.control("stop-cast", "--group")
+                try Lab.control("start-cast", "--group", "32188")
+                let after = try #require(try await group())
+                #expect(after.id == before.id && after.address == "10.77.0.2:32188", "\(after)")
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", "Lab Group"], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on Lab Group", "\(result)")
+                #expect(CastReceiverLab.events(of: "cast-group").contains { $0["playerState"] as? String == "PLAYING" })
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
@@ -341,8 +364,9 @@ enum CastReceiverLab {
     }
 
     /// What the receiver has reported, oldest first (its JSON lines).
-    static func events() -> [[String: Any]] {
-        guard let path = Lab.environment("ROUTE_LAB_CAST_LOG"), let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+    static func events(of receiver: String = "cast") -> [[String: Any]] {
+        guard let state = Lab.environment("ROUTE_LAB_STATE"),
+              let text = try? String(contentsOfFile: state + "/\(receiver).log", encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
