@@ -31,6 +31,8 @@ actor CastController: RouteController {
     /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
     private var mediaSessionID: Int?
     private var loaded: MediaItem?
+    /// How the receiver's volume may be changed (its controlType and stepInterval), as it last said.
+    private var receiverVolume: CastVolume?
     /// Whether the item loaded last has played at all (an error before that is about its format).
     private var playedOnce = false
     /// The URL of the item queued after the current one, until the receiver plays it.
@@ -262,7 +264,8 @@ actor CastController: RouteController {
         if let volume = receiver.volume {
             status.volume = volume.level.map { min(1, max(0, $0)) } ?? status.volume
             status.muted = volume.muted ?? status.muted
-            if volume.controlType == "fixed" { status.allowed.remove(.volume) }
+            receiverVolume = volume
+            if volume.controlType == "fixed" { status.allowed.remove(.volume) } else { status.allowed.insert(.volume) }
         }
         if let app, mediaSessionID != nil, !status.isFinal,
            !(receiver.applications ?? []).contains(where: { $0.sessionId == app.sessionId }) {
@@ -452,15 +455,31 @@ actor CastController: RouteController {
         }
     }
 
+    /// Sets the receiver's volume. A `fixed` one cannot be changed; a `master` one (a TV's or an amplifier's
+    /// own volume, over CEC or IR) moves in whole steps of its stepInterval, so the level sent is the
+    /// nearest whole number of steps from where it is (at least one step toward the target).
     func setVolume(_ level: Double) async throws {
-        try await receiverVolume(["level": min(1, max(0, level))])
+        var target = min(1, max(0, level))
+        switch receiverVolume?.controlType {
+        case "fixed":
+            throw RouteError.unsupported(device: route.name, what: "change its volume (the receiver says it is fixed)")
+        case "master":
+            if let step = receiverVolume?.stepInterval, step > 0.001, let current = status.volume, abs(target - current) > 0.0001 {
+                var steps = ((target - current) / step).rounded()
+                if steps == 0 { steps = target > current ? 1 : -1 }
+                target = min(1, max(0, current + steps * step))
+            }
+        default:
+            break
+        }
+        try await setReceiverVolume(["level": target])
     }
 
     func setMuted(_ muted: Bool) async throws {
-        try await receiverVolume(["muted": muted])
+        try await setReceiverVolume(["muted": muted])
     }
 
-    private func receiverVolume(_ volume: [String: Any]) async throws {
+    private func setReceiverVolume(_ volume: [String: Any]) async throws {
         let reply = try await request(CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "SET_VOLUME", "volume": volume])
         guard reply.type == "RECEIVER_STATUS" else {
             throw RouteError.commandFailed(device: route.name, command: "SET_VOLUME", reason: reply.failure)

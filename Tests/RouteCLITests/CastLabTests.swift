@@ -224,6 +224,32 @@ extension LabTests {
             }
         }
 
+        @Test func aReceiverWhoseVolumeMovesInStepsGetsWholeSteps() async throws {
+            try await withReceiver(["--volume-control", "master"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 20)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                #expect(try await sandbox.run(["volume", "43", "--to", Self.name]).status == 0)
+                let sent = try #require(CastReceiverLab.events().last { $0["event"] as? String == "set-volume" }?["level"] as? Double)
+                #expect(abs(sent - 0.4) < 0.001, "six steps of 0.1 down from 1.0, not 0.43: \(sent)")
+                kill(casting.pid, SIGTERM)
+                _ = await casting.finish(within: 10)
+            }
+        }
+
+        @Test func aFixedVolumeIsRefusedWithoutAsking() async throws {
+            try await withReceiver(["--volume-control", "fixed"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 20)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                let refused = try await sandbox.run(["volume", "40", "--to", Self.name])
+                #expect(refused.status != 0 && refused.stderr.contains("fixed"), "\(refused)")
+                #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "set-volume" })
+                kill(casting.pid, SIGTERM)
+                _ = await casting.finish(within: 10)
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
