@@ -26,11 +26,15 @@ actor CastController: RouteController {
     private let replies = PendingCalls<CastReply>()
     /// The Default Media Receiver session route joined or launched.
     private var app: ReceiverStatus.Application?
+    /// Whether route launched that session (then stopping it closes the app; one route joined is left running).
+    private var launchedApp = false
     /// The transport route has a virtual connection to, on the current connection.
     private var connectedTransport: String?
     /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
     private var mediaSessionID: Int?
     private var loaded: MediaItem?
+    /// The URL of a LOAD in flight, until the receiver answers it.
+    private var loading: String?
     /// How the receiver's volume may be changed (its controlType and stepInterval), as it last said.
     private var receiverVolume: CastVolume?
     /// Whether the item loaded last has played at all (an error before that is about its format).
@@ -270,23 +274,29 @@ actor CastController: RouteController {
         if let app, mediaSessionID != nil, !status.isFinal,
            !(receiver.applications ?? []).contains(where: { $0.sessionId == app.sessionId }) {
             self.app = nil
+            launchedApp = false
             if expectingStop {
                 status.end(.stopped, because: .stopped)
             } else {
                 let other = receiver.applications?.first?.displayName.map { DisplayText.clean($0) }
                 status.end(.failed, because: .replaced)
-                status.error = "\(route.name) was taken over by another controller" + (other.map { " (it now runs \($0))" } ?? "")
+                status.error = "replaced by another controller (\(route.name) " + (other.map { "now runs \($0))" } ?? "closed the media app)")
             }
         }
         publish()
     }
 
     private func mediaChanged(_ sessions: [MediaSessionStatus]) {
+        if mediaSessionID == nil, let url = loading,
+           let session = sessions.first(where: { $0.media?.contentId == url }) {
+            // The receiver plays what route is loading before its reply to LOAD arrives: that is route's session.
+            mediaSessionID = session.mediaSessionId
+        }
         guard let mine = mediaSessionID, !status.isFinal else { return }
         guard let session = sessions.first(where: { $0.mediaSessionId == mine }) else {
             if !sessions.isEmpty {
                 status.end(.failed, because: .replaced)
-                status.error = "another controller loaded something else on \(route.name)"
+                status.error = "replaced by another controller (it loaded something else on \(route.name))"
                 publish()
             }
             return
@@ -307,10 +317,10 @@ actor CastController: RouteController {
         case "IDLE":
             switch session.idleReason {
             case "FINISHED": status.end(.ended, because: .finished)
-            case "CANCELLED" where expectingStop: status.end(.stopped, because: .stopped)
+            case "CANCELLED" where expectingStop, "INTERRUPTED" where expectingStop: status.end(.stopped, because: .stopped)
             case "CANCELLED", "INTERRUPTED":
                 status.end(.failed, because: .replaced)
-                status.error = "another controller took \(route.name) over"
+                status.error = "replaced by another controller (\(route.name) was interrupted)"
             case "ERROR":
                 // Before it played, most likely its format (the session may send it transcoded).
                 status.end(.failed, because: playedOnce ? .deviceError : .unplayable)
@@ -370,6 +380,8 @@ actor CastController: RouteController {
         status.muted = updates.latest?.muted
         status.itemURL = item.url
         publish()
+        loading = item.url
+        defer { loading = nil }
         let reply = try await request(CastNamespace.media, to: transport, [
             "type": "LOAD", "media": Self.media(for: item), "autoplay": autoplay, "currentTime": 0,
         ].merging(Self.activeTracks(for: item)) { $1 })
@@ -394,6 +406,9 @@ actor CastController: RouteController {
                 throw RouteError.commandFailed(device: route.name, command: "LAUNCH of the Default Media Receiver", reason: launched.failure)
             }
             running = ReceiverStatus.decode(launched.payload)?.applications?.first { $0.appId == CastNamespace.defaultMediaReceiver }
+            launchedApp = true
+        } else if running?.sessionId != app?.sessionId {
+            launchedApp = false
         }
         guard let app = running, let transport = app.transportId else {
             throw RouteError.unusableDevice(device: route.name, reason: "it did not start the Default Media Receiver")
@@ -445,10 +460,27 @@ actor CastController: RouteController {
     func pause() async throws { try await mediaCommand("PAUSE") }
     func seek(to seconds: Double) async throws { try await mediaCommand("SEEK", ["currentTime": seconds]) }
 
+    /// Stops route's item. When route launched the media app, the app is stopped (the screen returns to the
+    /// receiver's own, as catt stop does, and the media with it); one route joined is left running.
     func stop() async throws {
         guard mediaSessionID != nil, !status.isFinal else { return }
         expectingStop = true
-        try await mediaCommand("STOP")
+        do {
+            if launchedApp, let session = app?.sessionId {
+                let reply = try await request(CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "STOP", "sessionId": session])
+                guard reply.type == "RECEIVER_STATUS" else {
+                    throw RouteError.commandFailed(device: route.name, command: "STOP", reason: reply.failure)
+                }
+                app = nil
+                launchedApp = false
+            } else {
+                try await mediaCommand("STOP")
+            }
+        } catch where status.isFinal && status.endReason == .stopped {
+            // The receiver's status said stopped before its reply came, and the session, done, closed the
+            // connection the reply would have come on: it is stopped all the same.
+            return
+        }
         if !status.isFinal {
             status.end(.stopped, because: .stopped)
             publish()

@@ -174,7 +174,8 @@ enum DeviceChoice {
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
-            let device = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            let found = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            let device = await settled(found, router: router, providers: providers)
             if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
                 printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
             }
@@ -195,6 +196,40 @@ enum DeviceChoice {
         }
         return try Picker.choose(from: devices)
     }
+
+    /// The device as it is once its other routes had a moment to arrive: two providers find one TV at
+    /// nearly the same time, and the file should go over the route that plays it best, not the one that
+    /// answered first. Waits at most `mergeWindow` after the match, less when every network provider already
+    /// reaches it (with a single network provider, not at all).
+    static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
+        let network = Set(providers.map(\.name).filter { $0 != "local" })
+        func complete(_ device: MediaDevice) -> Bool { network.isSubset(of: Set(device.routes.map(\.provider))) }
+        guard network.count > 1, !complete(device) else { return device }
+        let ids = Set(device.routes.map(\.id))
+        let updates = router.deviceUpdates()
+        let latest = await withTaskGroup(of: MediaDevice?.self) { group -> MediaDevice? in
+            group.addTask {
+                var latest: MediaDevice?
+                for await list in updates {
+                    guard let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }) else { continue }
+                    latest = now
+                    if complete(now) { return now }
+                }
+                return latest
+            }
+            group.addTask {
+                try? await Task.sleep(for: mergeWindow)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        return latest ?? router.devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
+    }
+
+    /// How long a device found by name may take to gain the routes of other providers.
+    static let mergeWindow: Duration = .milliseconds(60)
 
     /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
     /// it is matched against the addresses of the devices discovery finds.)
