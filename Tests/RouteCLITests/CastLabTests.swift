@@ -253,6 +253,29 @@ extension LabTests {
             }
         }
 
+        @Test func aDroppedConnectionIsMadeAgainWithItsStatusesRestored() async throws {
+            try await withReceiver(["--drop-after", "2"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver drops route's connection and route connects again", within: 10) {
+                    let events = CastReceiverLab.events().map { $0["event"] as? String }
+                    guard let dropped = events.firstIndex(of: "dropped") else { return false }
+                    return events[dropped...].contains("connected")
+                }
+                // Statuses flow again: a pause made by another sender shows in route's status.
+                _ = try await CastReceiverLab.sender(["join", "pause"])
+                var seen = false
+                let paused = ContinuousClock.now
+                while !seen, ContinuousClock.now - paused < .seconds(3) {
+                    seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
+                }
+                #expect(seen && casting.isRunning, "after the reconnect, route status did not follow the receiver")
+                kill(casting.pid, SIGTERM)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 130, "\(result)")
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
