@@ -276,6 +276,18 @@ extension LabTests {
             }
         }
 
+        @Test func aRunningMediaAppIsJoinedNotLaunchedAgainAndIsLeftRunning() async throws {
+            try await withReceiver { sandbox in
+                let other = try await serve(try await sandbox.wav("other.wav", seconds: 30), in: sandbox)
+                _ = try await CastReceiverLab.sender(["play", other, "audio/wav", "pause"])
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
+                #expect(CastReceiverLab.events().filter { $0["event"] as? String == "launch" }.count == 1, "only pychromecast launched it")
+                #expect(CastReceiverLab.latestReceiver()?["app"] as? String == "CC1AD845", "route leaves an app it joined running")
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 30)
