@@ -142,12 +142,14 @@ public enum DeliveryPlanner {
     /// first format the device takes, in order of quality and compatibility.
     /// `maxChannels` is the most audio channels the route plays, when it says.
     public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance, maxChannels: Int? = nil) -> Delivery {
-        if accepts.accepts(mimeType: info.mimeType) { return .direct }
         let audioStream = info.streams.first { $0.kind == .audio }
+        // More channels than the route plays (5.1 to a Cast receiver, which takes 2): the sound is encoded again.
+        let tooManyChannels = (audioStream?.channels).map { $0 > (maxChannels ?? .max) } ?? false
+        if accepts.accepts(mimeType: info.mimeType), !tooManyChannels { return .direct }
         switch info.kind {
         case .video:
             let h264 = info.streams.first { $0.kind == .video }?.codec == "video/x-h264"
-            let audioCopyable = audioStream.map { AudioCodec($0) != .other } ?? true
+            let audioCopyable = audioStream.map { AudioCodec($0) != .other && !tooManyChannels } ?? true
             if accepts.acceptsAny(of: ["video/mp2t", "video/mpeg2ts", "video/vnd.dlna.mpeg-tts"]) {
                 return h264 ? .remux(audioCopyable ? .mpegTSCopy : .mpegTSVideoCopy) : .transcode(.mpegTS)
             }
@@ -162,7 +164,7 @@ public enum DeliveryPlanner {
             }
             return .unplayable("the device takes none of MPEG-TS or MP4 video, MP3, AAC, FLAC, WAV or Ogg Vorbis")
         case .audio:
-            if let audioStream {
+            if let audioStream, !tooManyChannels {
                 let codec = AudioCodec(audioStream)
                 if codec == .mp3, accepts.accepts(mimeType: "audio/mpeg") { return .remux(.audioCopy) }
                 if codec == .aac, accepts.acceptsAny(of: ["audio/aac", "audio/x-aac"]) { return .remux(.audioCopy) }

@@ -229,49 +229,41 @@ extension LabTests {
 
         @Test func aReceiverWhoseVolumeMovesInStepsGetsWholeSteps() async throws {
             try await withReceiver(["--volume-control", "master"]) { sandbox in
-                let wav = try await sandbox.wav("long.wav", seconds: 20)
-                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
-                #expect(try await sandbox.run(["volume", "43", "--to", Self.name]).status == 0)
-                let sent = try #require(CastReceiverLab.events().last { $0["event"] as? String == "set-volume" }?["level"] as? Double)
-                #expect(abs(sent - 0.4) < 0.001, "six steps of 0.1 down from 1.0, not 0.43: \(sent)")
-                kill(casting.pid, SIGTERM)
-                _ = await casting.finish(within: 10)
+                try await whilePlaying(sandbox) { _ in
+                    #expect(try await sandbox.run(["volume", "43", "--to", Self.name]).status == 0)
+                    let sent = try #require(CastReceiverLab.events().last { $0["event"] as? String == "set-volume" }?["level"] as? Double)
+                    #expect(abs(sent - 0.4) < 0.001, "six steps of 0.1 down from 1.0, not 0.43: \(sent)")
+                }
             }
         }
 
         @Test func aFixedVolumeIsRefusedWithoutAsking() async throws {
             try await withReceiver(["--volume-control", "fixed"]) { sandbox in
-                let wav = try await sandbox.wav("long.wav", seconds: 20)
-                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
-                let refused = try await sandbox.run(["volume", "40", "--to", Self.name])
-                #expect(refused.status != 0 && refused.stderr.contains("fixed"), "\(refused)")
-                #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "set-volume" })
-                kill(casting.pid, SIGTERM)
-                _ = await casting.finish(within: 10)
+                try await whilePlaying(sandbox) { _ in
+                    let refused = try await sandbox.run(["volume", "40", "--to", Self.name])
+                    #expect(refused.status != 0 && refused.stderr.contains("fixed"), "\(refused)")
+                    #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "set-volume" })
+                }
             }
         }
 
         @Test func aDroppedConnectionIsMadeAgainWithItsStatusesRestored() async throws {
             try await withReceiver(["--drop-after", "2"]) { sandbox in
-                let wav = try await sandbox.wav("long.wav", seconds: 30)
-                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-                try await Lab.until("the receiver drops route's connection and route connects again", within: 10) {
-                    let events = CastReceiverLab.events().map { $0["event"] as? String }
-                    guard let dropped = events.firstIndex(of: "dropped") else { return false }
-                    return events[dropped...].contains("connected")
+                let result = try await whilePlaying(sandbox) { casting in
+                    try await Lab.until("the receiver drops route's connection and route connects again", within: 10) {
+                        let events = CastReceiverLab.events().map { $0["event"] as? String }
+                        guard let dropped = events.firstIndex(of: "dropped") else { return false }
+                        return events[dropped...].contains("connected")
+                    }
+                    // Statuses flow again: a pause made by another sender shows in route's status.
+                    _ = try await CastReceiverLab.sender(["join", "pause"])
+                    var seen = false
+                    let paused = ContinuousClock.now
+                    while !seen, ContinuousClock.now - paused < .seconds(3) {
+                        seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
+                    }
+                    #expect(seen && casting.isRunning, "after the reconnect, route status did not follow the receiver")
                 }
-                // Statuses flow again: a pause made by another sender shows in route's status.
-                _ = try await CastReceiverLab.sender(["join", "pause"])
-                var seen = false
-                let paused = ContinuousClock.now
-                while !seen, ContinuousClock.now - paused < .seconds(3) {
-                    seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
-                }
-                #expect(seen && casting.isRunning, "after the reconnect, route status did not follow the receiver")
-                kill(casting.pid, SIGTERM)
-                let result = await casting.finish(within: 10)
                 #expect(result.status == 130, "\(result)")
             }
         }
@@ -290,18 +282,15 @@ extension LabTests {
 
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
-                let wav = try await sandbox.wav("long.wav", seconds: 30)
-                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
-                _ = try await CastReceiverLab.sender(["join", "pause"])
-                let paused = ContinuousClock.now
-                var seen = false
-                while !seen, ContinuousClock.now - paused < .seconds(3) {
-                    seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
+                try await whilePlaying(sandbox) { _ in
+                    _ = try await CastReceiverLab.sender(["join", "pause"])
+                    let paused = ContinuousClock.now
+                    var seen = false
+                    while !seen, ContinuousClock.now - paused < .seconds(3) {
+                        seen = try await sandbox.run(["status", "--to", Self.name]).stdout.contains("paused")
                 }
                 #expect(seen && ContinuousClock.now - paused < .seconds(1.5), "route status said paused after \(ContinuousClock.now - paused)")
-                kill(casting.pid, SIGTERM)
-                _ = await casting.finish(within: 10)
+                }
             }
         }
 
@@ -377,6 +366,18 @@ extension LabTests {
 
         // MARK: Helpers
 
+        /// Casts a long WAV to the receiver, runs `body` once the receiver plays it, then stops the cast
+        /// (SIGTERM) and returns how it ended.
+        @discardableResult
+        private func whilePlaying(_ sandbox: Sandbox, _ body: (RouteProcess) async throws -> Void) async throws -> RouteResult {
+            let wav = try await sandbox.wav("long.wav", seconds: 30)
+            let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+            try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+            try await body(casting)
+            kill(casting.pid, SIGTERM)
+            return await casting.finish(within: 10)
+        }
+
         /// Starts the test receiver (announced), runs `body` in a sandbox, and stops the receiver.
         private func withReceiver(_ options: [String] = [], _ body: (Sandbox) async throws -> Void) async throws {
             try? Lab.control("stop-cast")
@@ -443,7 +444,11 @@ enum CastReceiverLab {
     static func sender(_ steps: [String]) async throws -> [[String: Any]] {
         let script = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/cast-sender").path
         let result = try await venvTool("python", [script, "10.77.0.2"] + steps)
-        guard result.status == 0 else { throw ToolFailed(description: "cast-sender \(steps.joined(separator: " ")): \(result.text)") }
+        guard result.status == 0 else {
+            let log = events().suffix(15).compactMap { try? String(decoding: JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+            throw ToolFailed(description: "cast-sender \(steps.joined(separator: " ")): \(result.text)\nthe receiver's last reports:\n"
+                             + log.joined(separator: "\n"))
+        }
         return result.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 

@@ -176,6 +176,21 @@ import Testing
         #expect(reason.contains("video only"))
     }
 
+    @Test func moreChannelsThanTheRoutePlaysAreEncodedAgainTheRestCopied() async throws {
+        let samples = try await Samples.get()
+        let path = samples.root + "/five one.mp4"
+        try await offThePool { try gstLaunch("""
+            videotestsrc num-buffers=30 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast ! mp4mux name=mux \
+            ! filesink location=\(q(path)) audiotestsrc num-buffers=47 samplesperbuffer=1024 \
+            ! 'audio/x-raw,channels=6,channel-mask=(bitmask)0x3f,rate=48000' ! audioconvert ! avenc_aac ! mux.
+            """) }
+        let info = try await probe(path)
+        let cast = MediaAcceptance.mimeTypes(["video/mp4", "video/mp2t", "audio/mpeg"])
+        #expect(DeliveryPlanner.plan(info, for: cast) == .direct, "a route that does not say how many channels it plays")
+        #expect(DeliveryPlanner.plan(info, for: cast, maxChannels: 2) == .remux(.mpegTSVideoCopy), "picture copied, sound to stereo")
+        #expect(DeliveryPlanner.plan(info, for: cast, maxChannels: 6) == .direct)
+    }
+
     @Test func fiveOneIsKeptWhereTheFormatHoldsIt() async throws {
         let samples = try await Samples.get()
         let path = samples.root + "/six channels.wav"
