@@ -14,7 +14,7 @@ enum Specs {
     static let cast = CommandSpec(
         name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
-                  OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (upnp, local, …) even where another route plays it better"),
+                  OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (cast, upnp, local) even where another route plays it better"),
                   OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)"),
                   OptionSpec(name: "subtitles", value: "FILE", help: "show these subtitles (.srt, .vtt) with every video, where the device shows text tracks"),
                   OptionSpec(name: "no-subtitles", value: nil, help: "send no subtitles (by default: a .srt/.vtt beside the file, else a text stream inside it)")],
@@ -26,12 +26,15 @@ enum Specs {
         device, title, state and progress; without a terminal, one line per state change.
 
         Keys: space pause/resume, ←/→ seek -10/+10 s, ↑/↓ volume, m mute, n next file, q stop.
-        Another terminal can control the cast: route pause|play|stop|status|seek|volume|mute --to DEVICE.
+        Another terminal can control the cast: route pause|play|stop|next|status|seek|volume|mute --to DEVICE.
+        Subtitles (a .srt or .vtt beside a video with its base name, --subtitles FILE, or a text stream inside
+        the file) go as a WebVTT track to devices that show them (Cast).
         Casting to "This computer" or to an address starts no network discovery.
         """,
         examples: [
             "route cast song.flac", "route cast movie.mkv --to \"Living Room\"",
             "route cast *.mp3 --to this", "route cast talk.wav --to 10.0.0.5:49494",
+            "route cast film.mkv --to \"Living Room TV\" --subtitles film.en.srt", "route cast song.flac --to 10.0.0.7:8009",
         ])
 
     static let probe = CommandSpec(
