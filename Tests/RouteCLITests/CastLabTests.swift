@@ -94,6 +94,40 @@ extension LabTests {
             }
         }
 
+        @Test func theCoverArtGoesInTheLoadAsAnImageTheReceiverCanFetch() async throws {
+            try await withReceiver { sandbox in
+                let bare = sandbox.root + "/bare.mp3", picture = sandbox.root + "/cover.png"
+                try await offThePool {
+                    try gstLaunch("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! filesink location=\(q(bare))")
+                    try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=48 ! videoconvert ! pngenc ! filesink location=\(q(picture))")
+                }
+                // An ID3v2.3 tag with one APIC frame (the front cover), in front of the MP3.
+                var body = Data([0])
+                body.append(Data("image/png".utf8))
+                body.append(contentsOf: [0, 3, 0])
+                body.append(try Data(contentsOf: URL(fileURLWithPath: picture)))
+                var frame = Data("APIC".utf8)
+                frame.append(contentsOf: [24, 16, 8, 0].map { (shift: Int) -> UInt8 in UInt8((body.count >> shift) & 0xFF) })
+                frame.append(contentsOf: [0, 0])
+                frame.append(body)
+                var file = Data("ID3".utf8)
+                file.append(contentsOf: [3, 0, 0])
+                file.append(contentsOf: [21, 14, 7, 0].map { (shift: Int) -> UInt8 in UInt8((frame.count >> shift) & 0x7F) })
+                file.append(frame)
+                file.append(try Data(contentsOf: URL(fileURLWithPath: bare)))
+                let song = sandbox.root + "/covered.mp3"
+                try file.write(to: URL(fileURLWithPath: song))
+                let result = try await sandbox.run(["cast", song, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(result.status == 0, "\(result)")
+                let metadata = CastReceiverLab.events().first { $0["event"] as? String == "load" }?["metadata"] as? [String: Any]
+                let image = try #require((metadata?["images"] as? [[String: Any]])?.first?["url"] as? String, "\(String(describing: metadata))")
+                #expect(image.hasPrefix("http://10.77.0.1:"), "\(image)")
+                try await Lab.until("the receiver fetched the cover", within: 5) {
+                    CastReceiverLab.events().contains { $0["event"] as? String == "image" && $0["contentType"] as? String == "image/png" }
+                }
+            }
+        }
+
         @Test func aQueueOfTwoFilesPlaysOnTheReceiversOwnQueue() async throws {
             try await withReceiver { sandbox in
                 let first = try await sandbox.wav("first.wav", seconds: 3)
