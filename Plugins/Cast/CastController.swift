@@ -32,7 +32,6 @@ actor CastController: RouteController {
     private var connectedTransport: String?
     /// The media session of the item route loaded; nil until the receiver accepted a LOAD.
     private var mediaSessionID: Int?
-    private var loaded: MediaItem?
     /// The URL of a LOAD in flight, until the receiver answers it.
     private var loading: String?
     /// How the receiver's volume may be changed (its controlType and stepInterval), as it last said.
@@ -130,7 +129,7 @@ actor CastController: RouteController {
     private func attach(_ link: TLSConnection) async throws {
         lastHeard = .now
         connectedTransport = nil
-        try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, ["type": "CONNECT", "origin": [String: Any](), "userAgent": "route"])
+        try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, CastJSON.connect())
         try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": replies.makeID()])
         if let transport = app?.transportId {
             try await openTransport(transport, on: link)
@@ -142,7 +141,7 @@ actor CastController: RouteController {
 
     private func openTransport(_ transport: String, on link: TLSConnection) async throws {
         guard connectedTransport != transport else { return }
-        try await send(on: link, CastNamespace.connection, to: transport, ["type": "CONNECT", "origin": [String: Any](), "userAgent": "route"])
+        try await send(on: link, CastNamespace.connection, to: transport, CastJSON.connect())
         connectedTransport = transport
     }
 
@@ -375,7 +374,6 @@ actor CastController: RouteController {
         expectingStop = false
         playedOnce = false
         queuedURL = nil
-        loaded = item
         status = PlaybackStatus(state: .loading, duration: item.duration, volume: status.volume, title: item.title)
         status.muted = updates.latest?.muted
         status.itemURL = item.url

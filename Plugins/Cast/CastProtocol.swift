@@ -105,10 +105,8 @@ enum CastJSON {
         return text
     }
 
-    /// Whether `payload` is a JSON object at all.
-    static func isObject(_ payload: String) -> Bool {
-        (try? JSONSerialization.jsonObject(with: Data(payload.utf8))) is [String: Any]
-    }
+    /// The CONNECT that opens a virtual connection (to `receiver-0` or an app's transport).
+    static func connect() -> [String: Any] { ["type": "CONNECT", "origin": [String: Any](), "userAgent": "route"] }
 }
 
 /// The status decoders, for the fuzz target (their types stay internal).

@@ -178,7 +178,7 @@ package enum CastReceiver {
             do {
                 for message in [
                     CastMessage(source: CastController.senderID, destination: CastNamespace.receiverID, namespace: CastNamespace.connection,
-                                payload: CastJSON.text(["type": "CONNECT", "origin": [String: Any]()])),
+                                payload: CastJSON.text(CastJSON.connect())),
                     CastMessage(source: CastController.senderID, destination: CastNamespace.receiverID, namespace: CastNamespace.receiver,
                                 payload: CastJSON.text(["type": "GET_STATUS", "requestId": 1])),
                 ] {
