@@ -15,17 +15,13 @@ public actor MediaRouter {
     private let log: RouteLog
     private nonisolated let table: RouteTable
 
-    /// The first wait before a failed provider runs again; it doubles up to `maxBackoff`.
-    public static let firstBackoff: Duration = .seconds(1)
-    public static let maxBackoff: Duration = .seconds(60)
-
     /// Makes a router over these providers, in order of preference, sharing `discovery` among them and
     /// logging to `log` (nothing is written anywhere else).
     public init(providers: [any RouteProvider], discovery: DiscoveryServices = .none, log: RouteLog = .discard) {
         self.providers = providers
         self.discovery = discovery
         self.log = log
-        table = RouteTable(order: providers.map(\.name))
+        table = RouteTable(order: providers.map(\.name), paths: providers.map(\.path))
     }
 
     /// The merged device list now.
@@ -46,7 +42,8 @@ public actor MediaRouter {
     }
 
     /// Runs every provider until the calling task is cancelled; a provider that fails is run again
-    /// after a backoff (1 s, doubling to 60 s), its routes dropped meanwhile.
+    /// after a backoff (its `restartPolicy`; built-in ones 1 s, doubling to 60 s), its routes dropped
+    /// meanwhile, and set aside when its policy says it failed too often.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             for provider in providers {
@@ -56,14 +53,16 @@ public actor MediaRouter {
     }
 
     private nonisolated func keepRunning(_ provider: any RouteProvider) async {
-        var delay = Self.firstBackoff
+        let policy = provider.restartPolicy
+        var delay = policy.firstBackoff
         var restarts = 0
+        var failures: [ContinuousClock.Instant] = []
         let log = self.log.named(provider.name)
         while !Task.isCancelled {
             let generation = table.start(provider.name, restarts: restarts)
-            let context = ProviderContext(log: log, discovery: discovery) { [table] routes in
+            let context = ProviderContext(log: log, discovery: discovery, publish: { [table] routes in
                 table.publish(routes, from: provider.name, generation: generation)
-            }
+            }, version: { [table] version in table.setVersion(version, of: provider.name) })
             let started = ContinuousClock.now
             do {
                 try await provider.run(context)
@@ -74,16 +73,36 @@ public actor MediaRouter {
                     table.end(provider.name, state: .stopped, error: nil)
                     return
                 }
-                if ContinuousClock.now - started > Self.maxBackoff { delay = Self.firstBackoff }
-                let seconds = Double(delay.components.seconds)
-                log(.error, "\(provider.name) failed: \(error); trying again in \(Int(seconds)) s")
+                let now = ContinuousClock.now
+                if now - started > policy.maxBackoff { delay = policy.firstBackoff }
+                restarts += 1
+                if let quarantine = policy.quarantine {
+                    failures = failures.filter { now - $0 < quarantine.window } + [now]
+                    if failures.count >= quarantine.failures {
+                        log(.error, "\(provider.name) failed \(failures.count) times in \(Self.words(quarantine.window)): \(error); "
+                            + "not starting it again until it changes")
+                        table.end(provider.name, state: .quarantined, error: "\(error)")
+                        await quarantine.release()
+                        guard !Task.isCancelled else { break }
+                        log(.notice, "\(provider.name) changed; starting it again")
+                        failures = []
+                        delay = policy.firstBackoff
+                        continue
+                    }
+                }
+                log(.error, "\(provider.name) failed: \(error); trying again in \(Self.words(delay))")
                 table.end(provider.name, state: .failed, error: "\(error)")
                 try? await Task.sleep(for: delay)
-                delay = min(delay * 2, Self.maxBackoff)
-                restarts += 1
+                delay = min(delay * 2, policy.maxBackoff)
             }
         }
         table.end(provider.name, state: .stopped, error: nil)
+    }
+
+    /// `1 s`, `2 min`.
+    private static func words(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        return seconds >= 60 && seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds) s"
     }
 
     /// Merges routes, listed in provider order, into devices: routes of different providers that share a
@@ -187,9 +206,18 @@ final class RouteTable: Sendable {
     let devices = Broadcast<[MediaDevice]>(initial: [])
     let statuses = Broadcast<[ProviderStatus]>()
 
-    init(order: [String]) {
+    init(order: [String], paths: [String?]) {
         self.order = order
-        statuses.send(order.map { ProviderStatus(name: $0, state: .stopped) })
+        let initial = zip(order, paths).map { ProviderStatus(name: $0, state: .stopped, path: $1) }
+        state.withLock { state in
+            for status in initial { state.statuses[status.name] = status }
+        }
+        statuses.send(initial)
+    }
+
+    /// The version a provider reported.
+    func setVersion(_ version: String, of name: String) {
+        update { $0.statuses[name]?.version = version }
     }
 
     /// A provider (re)starts: its routes so far are dropped; returns the generation its publishes carry.

@@ -9,23 +9,71 @@ public struct ProviderContext: Sendable {
     /// SSDP and DNS-SD, shared by every provider: subscribe to what you need; never open your own.
     public let discovery: DiscoveryServices
     private let publisher: @Sendable ([MediaRoute]) -> Void
+    private let versionSink: @Sendable (String) -> Void
 
     /// A context; the router makes one per provider.
-    public init(log: RouteLog, discovery: DiscoveryServices, publish: @escaping @Sendable ([MediaRoute]) -> Void) {
+    public init(log: RouteLog, discovery: DiscoveryServices, publish: @escaping @Sendable ([MediaRoute]) -> Void,
+                version: @escaping @Sendable (String) -> Void = { _ in }) {
         self.log = log
         self.discovery = discovery
         self.publisher = publish
+        self.versionSink = version
     }
 
     /// Replaces the provider's routes with `routes`: a full snapshot, never a delta, so that a provider
     /// that restarts simply publishes again.
     public func publish(_ routes: [MediaRoute]) { publisher(routes) }
+
+    /// Says which version of the provider runs, once it knows (a plugin, after its handshake), for
+    /// `ProviderStatus.version`.
+    public func report(version: String) { versionSink(version) }
+}
+
+/// How the router runs a provider again after it fails: backoff, and when to stop trying for a while.
+public struct RestartPolicy: Sendable {
+    /// The first wait before a failed provider runs again; it doubles up to `maxBackoff` (and starts
+    /// again from here after a run that lasted longer than `maxBackoff`).
+    public var firstBackoff: Duration
+    public var maxBackoff: Duration
+    /// When a provider that keeps failing is set aside, and what ends that.
+    public var quarantine: Quarantine?
+
+    /// A provider that failed `failures` times within `window` is not run again until `release` returns
+    /// (a plugin: until its file changes); its state is then `quarantined`.
+    public struct Quarantine: Sendable {
+        public var failures: Int
+        public var window: Duration
+        public var release: @Sendable () async -> Void
+
+        /// A quarantine rule.
+        public init(failures: Int, window: Duration, release: @escaping @Sendable () async -> Void) {
+            self.failures = failures
+            self.window = window
+            self.release = release
+        }
+    }
+
+    /// A policy.
+    public init(firstBackoff: Duration, maxBackoff: Duration, quarantine: Quarantine? = nil) {
+        self.firstBackoff = firstBackoff
+        self.maxBackoff = maxBackoff
+        self.quarantine = quarantine
+    }
+
+    /// Built-in providers: 1 s doubling to 60 s, never quarantined.
+    public static let standard = RestartPolicy(firstBackoff: .seconds(1), maxBackoff: .seconds(60))
 }
 
 /// A source of devices speaking one protocol (UPnP, Cast, local output, a drop-in plugin).
 public protocol RouteProvider: Sendable {
     /// Short name (`local`, `upnp`, a plugin's), the `provider` of its routes.
     var name: String { get }
+
+    /// Where the provider comes from, when it is a file of its own (a plugin's executable); nil when built in.
+    var path: String? { get }
+
+    /// How the router runs it again after it fails.
+    var restartPolicy: RestartPolicy { get }
 
     /// Discovers until cancelled, publishing full snapshots through `context` (an empty one as soon as it
     /// is ready). Returning means it has stopped; throwing means it failed: the router then drops its
@@ -82,6 +130,13 @@ public protocol RouteController: AnyObject, Sendable {
     func close() async
 }
 
+extension RouteProvider {
+    /// Built in.
+    public var path: String? { nil }
+    /// Built-in providers are restarted with the standard backoff.
+    public var restartPolicy: RestartPolicy { .standard }
+}
+
 extension RouteController {
     /// Devices without a queue of their own cannot skip to the next item.
     public func skipToNext() async throws -> Bool { false }
@@ -97,6 +152,9 @@ public struct ProviderStatus: Sendable, Hashable, Codable {
         case running
         /// It threw; it is run again after a backoff.
         case failed
+        /// It failed too often in a short time and is not run again until it is repaired (a plugin whose
+        /// file changes).
+        case quarantined
         /// It returned, or the router stopped.
         case stopped
     }
@@ -108,12 +166,20 @@ public struct ProviderStatus: Sendable, Hashable, Codable {
     public var routes: Int
     /// How many times it was started again after failing.
     public var restarts: Int
+    /// Its executable, for a plugin.
+    public var path: String?
+    /// The version it reported, for a plugin that has started.
+    public var version: String?
 
-    public init(name: String, state: State, lastError: String? = nil, routes: Int = 0, restarts: Int = 0) {
+    /// A provider's status.
+    public init(name: String, state: State, lastError: String? = nil, routes: Int = 0, restarts: Int = 0,
+                path: String? = nil, version: String? = nil) {
         self.name = name
         self.state = state
         self.lastError = lastError
         self.routes = routes
         self.restarts = restarts
+        self.path = path
+        self.version = version
     }
 }

@@ -5,6 +5,7 @@ import RouteCore
 import CastProvider
 import MDNSDiscovery
 import RouteMedia
+import RoutePluginHost
 import UPnPProvider
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
@@ -106,15 +107,28 @@ enum CLILog {
 
 /// Builds the router from the provider names the user allows, with the discovery services they need.
 enum Providers {
-    /// Every provider this build has, by name, in order of preference.
-    static let available: [String: @Sendable () -> any RouteProvider] = [
-        "local": { LocalProvider() },
-        "cast": { CastProvider() },
-        "upnp": { UPnPProvider() },
-    ]
+    /// Every provider this build has, by name, and the drop-in plugins found on the search path.
+    static let available: [String: @Sendable () -> any RouteProvider] = {
+        var all: [String: @Sendable () -> any RouteProvider] = [
+            "local": { LocalProvider() },
+            "cast": { CastProvider() },
+            "upnp": { UPnPProvider() },
+        ]
+        for plugin in plugins { all[plugin.name] = { PluginProvider(name: plugin.name, path: plugin.path) } }
+        return all
+    }()
     /// Cast before UPnP: an address such as `HOST:8009` is tried as Cast first (a Cast receiver's TLS port
     /// tells at once that it is not HTTP), and where one device has both, Cast plays a queue gaplessly.
-    static let order = ["local", "cast", "upnp"]
+    /// Plugins come after the built-in providers, in search-path order.
+    static let order = builtIn + plugins.map(\.name)
+    static let builtIn = ["local", "cast", "upnp"]
+
+    /// The plugins on the search path whose names do not shadow a built-in provider (those are said once).
+    static let plugins: [PluginFile] = PluginLocator.find().filter { plugin in
+        guard builtIn.contains(plugin.name) else { return true }
+        printError("route: ignoring the plugin \(plugin.path): \"\(plugin.name)\" is a built-in provider")
+        return false
+    }
 
     /// The providers named by `--providers`, else `ROUTE_PROVIDERS`, else all.
     static func selected(_ parsed: ParsedArguments) throws -> [any RouteProvider] {
@@ -153,7 +167,7 @@ enum Providers {
 /// The option declarations shared by several commands.
 enum CommonOptions {
     static let providers = OptionSpec(name: "providers", value: "LIST",
-                                      help: "comma-separated providers to run (available: local, cast, upnp); default all")
+                                      help: "comma-separated providers to run (built in: local, cast, upnp; plus plugins, see `route providers`); default all")
     static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
     static let to = OptionSpec(name: "to", value: "DEVICE",
                                help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL)")
