@@ -1,5 +1,8 @@
 # Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
-.PHONY: deps build demo test bench fuzz proto clean
+.PHONY: deps build demo test bench fuzz proto install uninstall clean
+
+# Where `make install` puts route: /usr/local as root, else ~/.local.
+PREFIX ?= $(shell [ "$$(id -u)" -eq 0 ] && echo /usr/local || echo $$HOME/.local)
 
 deps:
 	scripts/deps build
@@ -22,6 +25,16 @@ bench:
 	scripts/deps bench
 	swift build -c release
 	bench/serve
+	bench/plugins
+
+# Installs route, its bundled plugins (route-provider-*), route(1) and bash/zsh/fish completions under PREFIX.
+install:
+	scripts/deps build
+	swift build -c release
+	scripts/install --prefix $(PREFIX) --from .build/release
+
+uninstall:
+	scripts/install --prefix $(PREFIX) --uninstall
 
 # Regenerates the Cast v2 CastMessage code from its .proto with protoc-c (protobuf-c-compiler); the output is committed.
 proto:

@@ -69,5 +69,6 @@ let package = Package(
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
     ]
 )

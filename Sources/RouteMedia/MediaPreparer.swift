@@ -50,7 +50,11 @@ public final class MediaPreparer: Sendable {
                              duration: info.duration, size: info.size, kind: info.kind)
         let (route, plan) = self.plan(info)
         guard route.provider != "local" else { return (route, item) }
-        let local = try LocalAddress.toward(route.address ?? "")
+        guard let address = route.address else {
+            throw MediaError.server("\(route.name) has no network address (its \(route.provider) provider gave none), so route cannot tell "
+                                    + "which local address reaches it")
+        }
+        let local = try LocalAddress.toward(address)
         let server = try servers.withLock { table -> MediaServer in
             if let existing = table[local] { return existing }
             let created = try MediaServer(address: local)

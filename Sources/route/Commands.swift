@@ -11,7 +11,7 @@ import UPnPProvider
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
     static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.browse]
-        + Specs.controls.map(\.spec)
+        + Specs.controls.map(\.spec) + [Specs.completion, Specs.manpage]
 
     static func run(_ arguments: [String]) async -> ExitCode {
         // A closed stdout (`| head -1`) must not kill route mid-cast: writes then fail, and a cast stops
@@ -41,6 +41,8 @@ enum RouteCommandLine {
             case "serve": return try await Serve.run(parsed)
             case "providers": return try await ProvidersCommand.run(parsed)
             case "browse": return try await Browse.run(parsed)
+            case "completion": return try Completion.run(parsed)
+            case "manpage": print(ManPage.text); return .success
             default: return try await Control.run(name, parsed)
             }
         } catch {
@@ -48,6 +50,19 @@ enum RouteCommandLine {
             return ExitCode(for: error)
         }
     }
+
+    /// The environment variables route reads, one per line.
+    static let environmentHelp = """
+          ROUTE_PROVIDERS     providers to run, e.g. `local` (same as --providers)
+          ROUTE_AUDIO_SINK    GStreamer sink for "This computer" audio, e.g. `fakesink sync=true`
+          ROUTE_VIDEO_SINK    the same for video
+          ROUTE_RUNTIME_DIR   where running casts put their control sockets (yours, mode 0700)
+          ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
+          ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
+          ROUTE_PLUGIN_PATH   colon-separated directories searched first for route-provider-* plugins
+          ROUTE_MPD_HOSTS     MPD servers for the mpd plugin: NAME=HOST:PORT, comma-separated
+          ROUTE_DEBUG         upnp, cast, mdns, a plugin's name, or all (comma-separated): trace protocol traffic on stderr
+        """
 
     static var topHelp: String {
         let width = commands.map(\.name.count).max()! + 2
@@ -61,13 +76,7 @@ enum RouteCommandLine {
         \(list.joined(separator: "\n"))
 
         Environment:
-          ROUTE_PROVIDERS     providers to run, e.g. `local` (same as --providers)
-          ROUTE_AUDIO_SINK    GStreamer sink for "This computer" audio, e.g. `fakesink sync=true`
-          ROUTE_VIDEO_SINK    the same for video
-          ROUTE_RUNTIME_DIR   where running casts put their control sockets (yours, mode 0700)
-          ROUTE_UPNP_INTERFACE  network interface for UPnP discovery (default: the first one up)
-          ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
-          ROUTE_DEBUG         upnp, cast, mdns or all (comma-separated): trace SSDP, SOAP, GENA, Cast messages and mDNS on stderr
+        \(environmentHelp)
 
         \(ExitCode.documentation)
 

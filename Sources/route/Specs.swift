@@ -67,6 +67,10 @@ enum Specs {
         Runs the providers for --timeout seconds (default 3), then prints each one's state, how many routes it found,
         how many times it was restarted after failing, and its last error. A provider that fails is run again after a
         backoff (1 s, doubling to 60 s); its devices are dropped meanwhile.
+        Drop-in plugins (executables named route-provider-NAME in $ROUTE_PLUGIN_PATH, ~/.local/lib/route/plugins,
+        PREFIX/lib/route/plugins or beside route) are providers too, shown with their path and version: one that
+        crashes, hangs or breaks the protocol is restarted (1 s doubling to 5 min) and quarantined after 5 failures
+        in 3 minutes, until its file changes. Plugins/PROTOCOL.md tells how to write one.
         """,
         examples: ["route providers", "route providers --json --timeout 5"])
 
@@ -82,6 +86,17 @@ enum Specs {
         """,
         examples: ["route browse _googlecast._tcp urn:schemas-upnp-org:device:MediaRenderer:1", "route browse ssdp:all --timeout 5",
                    "route browse _mpd._tcp --json"])
+
+    static let completion = CommandSpec(
+        name: "completion", summary: "print shell completions: bash, zsh or fish", positionals: "SHELL", minPositionals: 1, maxPositionals: 1,
+        options: [], details: "Generated from the same declarations as --help. `make install` installs all three.",
+        examples: ["route completion bash > ~/.local/share/bash-completion/completions/route",
+                   "route completion fish > ~/.config/fish/completions/route.fish"])
+
+    static let manpage = CommandSpec(
+        name: "manpage", summary: "print the man page (roff)", positionals: "", minPositionals: 0, maxPositionals: 0,
+        options: [], details: "Generated from the same declarations as --help. `make install` installs it as route(1).",
+        examples: ["route manpage | man -l -"])
 
     /// The commands that control a running cast from another terminal.
     static let controls: [(spec: CommandSpec, command: String)] = [

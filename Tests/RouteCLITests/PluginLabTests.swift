@@ -1,0 +1,179 @@
+// PluginLabTests: drop-in plugins in the lab — the MPD plugin against a real MPD (each step checked with mpc, not
+// our code), faulty plugins (crash at start, mid-discovery and mid-cast, a hang, garbage on stdout, a newer
+// protocol, a log flood, quarantine), and an installed route that finds its plugins.
+
+import Foundation
+import RouteCore
+import RouteTestSupport
+import Testing
+
+extension LabTests {
+    @Suite struct PluginLabTests {
+        private static let kitchen = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "Kitchen=10.77.0.2:6600"]
+        private static let faultyPlugins = RouteBinary.packageRoot.appendingPathComponent("Tests/Plugins").path
+
+        // MARK: MPD
+
+        @Test func mpdServersAreFoundThroughTheHostsMDNSAndReportTheirDecoders() async throws {
+            try await withMPD { sandbox in
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: ["ROUTE_PROVIDERS": "mpd"])
+                let devices = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8))
+                let mpd = try #require(devices.first { $0.name.hasPrefix("Lab MPD") }, "\(found)")
+                #expect(mpd.primary.provider == "mpd" && mpd.address == "10.77.0.2:6600" && mpd.kind == .speaker)
+                #expect(mpd.primary.accepts.accepts(mimeType: "audio/flac") && mpd.primary.accepts.accepts(mimeType: "audio/mpeg"))
+                let providers = try await sandbox.run(["providers", "--json", "--timeout", "2"], environment: ["ROUTE_PROVIDERS": "mpd"])
+                let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(providers.stdout.utf8))
+                let state = try #require(states.first { $0.name == "mpd" }, "\(providers)")
+                #expect(state.state == .running && state.version == "1.0" && state.path?.hasSuffix("/route-provider-mpd") == true, "\(state)")
+            }
+        }
+
+        @Test func aCastPlaysOnMPDAndIsControlledFromBothSides() async throws {
+            try await withMPD { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 40)
+                let casting = try sandbox.start(["cast", wav, "--to", "Kitchen"], environment: Self.kitchen)
+                try await Lab.until("mpc says playing", within: 10) { try MPC.status().contains("[playing]") }
+                #expect(try MPC.run("current").contains("http://10.77.0.1:"), "MPD plays route's served URL")
+
+                #expect(try await sandbox.run(["pause", "--to", "Kitchen"]).status == 0)
+                try await Lab.until("mpc says paused", within: 3) { try MPC.status().contains("[paused]") }
+                #expect(try await sandbox.run(["seek", "20", "--to", "Kitchen"]).status == 0)
+                try await Lab.until("mpc shows 0:20", within: 3) { try MPC.status().contains(" 0:20/") }
+                #expect(try await sandbox.run(["volume", "40", "--to", "Kitchen"]).status == 0)
+                try await Lab.until("mpc shows volume 40%", within: 3) { try MPC.status().contains("volume: 40%") }
+
+                // Another client resumes: route's status follows MPD's idle.
+                _ = try MPC.run("play")
+                try await sandbox.poll(["status", "--to", "Kitchen", "--json"], within: 2, "playing after mpc play") {
+                    $0.stdout.contains("\"playing\"")
+                }
+                #expect(try await sandbox.run(["stop", "--to", "Kitchen"]).status == 0)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 0, "\(result)")
+                #expect(try MPC.status().contains("[playing]") == false)
+                #expect(try MPC.run("playlist").contains("10.77.0.1") == false, "route takes its entries out of MPD's queue")
+            }
+        }
+
+        @Test func twoFilesPlayAsMPDsOwnQueue() async throws {
+            try await withMPD { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 3), second = try await sandbox.wav("second.wav", seconds: 3)
+                let casting = try sandbox.start(["cast", first, second, "--to", "Kitchen"], environment: Self.kitchen)
+                try await Lab.until("both files are in MPD's queue", within: 10) { try MPC.run("playlist").split(separator: "\n").count == 2 }
+                let result = await casting.finish(within: 20)
+                #expect(result.status == 0, "\(result)")
+                #expect(result.stdout.contains("second") || result.stderr.contains("second"), "\(result)")
+            }
+        }
+
+        // MARK: Faults
+
+        @Test(arguments: [
+            ("crash-start", "exited with status 3; its last words: \"faulty: cannot start: the configuration is missing\""),
+            ("crash-discovery", "was killed by signal 6"),
+            ("hang", "did not answer discovery/start within 5 s"),
+            ("garbage", "wrote garbage to its channel"),
+            ("newer-version", "this plugin speaks protocol versions 2-3"),
+        ])
+        func aFaultyPluginIsReportedAndRouteGoesOn(fault: String, words: String) async throws {
+            try await inSandbox { sandbox in
+                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": fault, "ROUTE_PROVIDERS": "faulty,local"]
+                let result = try await sandbox.run(["providers", "--json", "--timeout", "7"], environment: environment)
+                #expect(result.status == 0, "\(result)")
+                let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(result.stdout.utf8))
+                let faulty = try #require(states.first { $0.name == "faulty" }, "\(result)")
+                #expect(faulty.lastError?.contains(words) == true, "\(faulty)")
+                #expect(faulty.restarts >= 1, "restarted with backoff: \(faulty)")
+                #expect(faulty.path == Self.faultyPlugins + "/route-provider-faulty")
+                #expect(states.first { $0.name == "local" }?.state == .running, "the other providers go on: \(states)")
+                #expect(result.stderr.contains("faulty failed: the faulty plugin"), "\(result.stderr)")
+            }
+        }
+
+        @Test func aPluginThatFloodsItsLogCannotFloodRoutes() async throws {
+            try await inSandbox { sandbox in
+                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": "flood", "ROUTE_PROVIDERS": "faulty,local"]
+                let result = try await sandbox.run(["providers", "--json", "--timeout", "3"], environment: environment)
+                let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(result.stdout.utf8))
+                #expect(states.first { $0.name == "faulty" }?.state == .running, "\(states)")
+                // 20000 lines written; at most a burst and a trickle pass.
+                #expect(result.stderrLines.count < 400, "\(result.stderrLines.count) lines")
+                #expect(result.stderr.contains("lines from the plugin were dropped: too many"))
+            }
+        }
+
+        @Test func aPluginThatCrashesMidCastEndsThatCastWithAnError() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 20)
+                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": "crash-cast", "ROUTE_PROVIDERS": "faulty"]
+                let result = try await sandbox.run(["cast", wav, "--to", "Faulty Speaker"], environment: environment, timeout: 20)
+                #expect(result.status != 0, "\(result)")
+                #expect(result.stderr.contains("the faulty plugin exited with status 7"), "\(result)")
+                #expect(result.elapsed < .seconds(15), "no hang: \(result.elapsed)")
+            }
+        }
+
+        @Test func aPluginThatKeepsFailingIsQuarantinedUntilItsFileChanges() async throws {
+            try await inSandbox { sandbox in
+                let directory = sandbox.root + "/plugins"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                let plugin = directory + "/route-provider-faulty"
+                try FileManager.default.copyItem(atPath: Self.faultyPlugins + "/route-provider-faulty", toPath: plugin)
+                let environment = ["ROUTE_PLUGIN_PATH": directory, "ROUTE_TEST_PLUGIN_FAULT": "crash-start", "ROUTE_PROVIDERS": "faulty,local"]
+                let watching = try sandbox.start(["devices", "--timeout", "40"], environment: environment)
+                try await Lab.until("route quarantines the plugin", within: 30) { watching.stderr.contains("not starting it again until it changes") }
+                #expect(watching.stderr.contains("failed 5 times in 3 min"), "\(watching.stderr)")
+                // A new version of the file lifts the quarantine.
+                let text = try String(contentsOfFile: plugin, encoding: .utf8)
+                try (text + "\n# repaired\n").write(toFile: plugin, atomically: false, encoding: .utf8)
+                try await Lab.until("route starts it again", within: 10) { watching.stderr.contains("faulty changed; starting it again") }
+                kill(watching.pid, SIGTERM)
+                _ = await watching.finish(within: 10)
+            }
+        }
+
+        // MARK: Install
+
+        @Test func anInstalledRouteFindsItsPluginsAndUninstallRemovesThem() async throws {
+            try await inSandbox { sandbox in
+                let prefix = sandbox.root + "/prefix"
+                let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
+                                           ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
+                #expect(install.status == 0, "\(install.text)")
+                for file in ["bin/route", "lib/route/plugins/route-provider-mpd", "share/man/man1/route.1", "share/bash-completion/completions/route",
+                             "share/zsh/site-functions/_route", "share/fish/vendor_completions.d/route.fish"] {
+                    #expect(FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) installed")
+                }
+                let installed = try Lab.tool("/usr/bin/env", ["-u", "ROUTE_PLUGIN_PATH", "HOME=" + sandbox.root, "ROUTE_PROVIDERS=mpd,local",
+                                                              prefix + "/bin/route", "providers", "--json", "--timeout", "1"])
+                let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(installed.text.utf8))
+                #expect(states.first { $0.name == "mpd" }?.path == prefix + "/lib/route/plugins/route-provider-mpd", "\(installed.text)")
+                let completion = try String(contentsOfFile: prefix + "/share/bash-completion/completions/route", encoding: .utf8)
+                #expect(completion.contains("complete -o filenames -F _route route") && completion.contains("--subtitles"))
+                let uninstall = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path, ["--prefix", prefix, "--uninstall"])
+                #expect(uninstall.status == 0, "\(uninstall.text)")
+                #expect(!FileManager.default.fileExists(atPath: prefix + "/bin/route")
+                        && !FileManager.default.fileExists(atPath: prefix + "/lib/route/plugins/route-provider-mpd"))
+            }
+        }
+
+        private func withMPD(_ body: (Sandbox) async throws -> Void) async throws {
+            try Lab.control("start-mpd")
+            defer { try? Lab.control("stop-mpd") }
+            _ = try? MPC.run("clear")
+            try await inSandbox(body)
+        }
+    }
+}
+
+/// mpc, MPD's own command-line client, run in namespace B against the lab's MPD: what MPD says it does.
+enum MPC {
+    static func run(_ arguments: String...) throws -> String {
+        let output = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path,
+                                  ["exec-b", "mpc", "-h", "10.77.0.2", "-p", "6600"] + arguments)
+        guard output.status == 0 else { throw ToolFailed(description: "mpc \(arguments.joined(separator: " ")): \(output.text)") }
+        return output.text
+    }
+
+    static func status() throws -> String { try run("status") }
+}

@@ -1,0 +1,117 @@
+// ProtocolTests: the plugin channel's framing and JSON-RPC parsing — frames split anywhere, garbage and oversize
+// refused, messages of every kind read back, versions negotiated, errors mapped both ways — and the search path.
+
+import Foundation
+import RouteCore
+import RoutePluginHost
+@testable import RoutePluginProtocol
+import Testing
+
+@Suite struct FramingTests {
+    @Test func framesSplitAnywhereAreReadWhole() throws {
+        let bodies = [Data(#"{"jsonrpc":"2.0","method":"a"}"#.utf8), Data(#"{"jsonrpc":"2.0","id":1,"result":null}"#.utf8)]
+        let stream = bodies.map(PluginFraming.frame).reduce(Data(), +)
+        for cut in 1..<stream.count {
+            var decoder = FrameDecoder()
+            let got = try decoder.feed(stream.prefix(cut)) + decoder.feed(stream.dropFirst(cut))
+            #expect(got == bodies, "cut at \(cut)")
+        }
+    }
+
+    @Test func otherHeadersAreIgnored() throws {
+        var decoder = FrameDecoder()
+        let got = try decoder.feed(Data("Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: 2\r\n\r\n{}".utf8))
+        #expect(got == [Data("{}".utf8)])
+    }
+
+    @Test func garbageAndOversizeAreRefused() {
+        var decoder = FrameDecoder()
+        #expect(throws: FramingError.self) { try decoder.feed(Data("hello world\n".utf8)) }
+        var large = FrameDecoder()
+        #expect(throws: FramingError.tooLarge(2 << 20)) { try large.feed(Data("Content-Length: \(2 << 20)\r\n\r\n".utf8)) }
+        var unterminated = FrameDecoder()
+        #expect(throws: FramingError.self) { try unterminated.feed(Data(("Content-Length: 5" + String(repeating: " ", count: 5000)).utf8)) }
+        var negative = FrameDecoder()
+        #expect(throws: FramingError.self) { try negative.feed(Data("Content-Length: -1\r\n\r\n".utf8)) }
+    }
+}
+
+@Suite struct JSONRPCTests {
+    @Test func everyKindOfMessageReadsBack() throws {
+        let messages: [RPCMessage] = [
+            .request(id: .number(7), method: "session/seek", params: RPCCoding.encode(SeekParams(session: "s1", position: 12.5))),
+            .notification(method: "devices", params: RPCCoding.encode(DevicesParams(devices: []))),
+            .response(id: .string("x"), result: Data("null".utf8)),
+            .failure(id: .number(3), error: RPCError(code: 2, message: "no")),
+        ]
+        for message in messages {
+            let parsed = try RPCMessage(parsing: message.encoded())
+            #expect(parsed.encoded() == message.encoded())
+        }
+    }
+
+    @Test func notJSONRPCIsAnError() {
+        #expect(throws: RPCError.self) { try RPCMessage(parsing: Data("[1,2]".utf8)) }
+        #expect(throws: RPCError.self) { try RPCMessage(parsing: Data(#"{"jsonrpc":"1.0","method":"a"}"#.utf8)) }
+        #expect(throws: RPCError.self) { try RPCMessage(parsing: Data("{not json".utf8)) }
+        #expect(throws: RPCError.self) { try RPCMessage(parsing: Data(#"{"jsonrpc":"2.0","id":[1],"method":"a"}"#.utf8)) }
+    }
+
+    @Test func paramsThatDoNotFitSayWhichField() {
+        #expect { try RPCCoding.decode(SeekParams.self, from: Data(#"{"session":"s1"}"#.utf8)) } throws: { error in
+            (error as? RPCError)?.message.contains("position") == true
+        }
+    }
+
+    @Test func versionsNegotiateToTheHighestCommon() {
+        #expect(VersionRange(min: 1, max: 3).highestCommon(with: VersionRange(min: 2, max: 5)) == 3)
+        #expect(VersionRange(min: 1, max: 1).highestCommon(with: VersionRange(min: 2, max: 3)) == nil)
+    }
+
+    @Test func errorsMapBothWays() {
+        let error = RPCError(RouteError.unsupported(device: "X", what: "seek a live stream"))
+        #expect(error.code == RPCError.unsupported)
+        #expect(error.routeError(device: "Kitchen", command: "seek") == .unsupported(device: "Kitchen", what: "seek a live stream"))
+        #expect(RPCError(code: 1, message: "gone").routeError(device: "K", command: "play") == .deviceUnreachable(device: "K", reason: "gone"))
+        #expect(RPCError(code: 99, message: "odd").routeError(device: "K", command: "play") == .commandFailed(device: "K", command: "play", reason: "odd"))
+    }
+
+    @Test func devicesAndStatusesSurviveTheWire() throws {
+        var route = MediaRoute(provider: "demo", nativeID: "d1", name: "Demo", kind: .speaker, address: "10.0.0.9:1",
+                               capabilities: .audio, volumeControl: .absolute, accepts: .mimeTypes(["audio/flac"]), deduplicationIDs: ["mac:00:11"])
+        route.showsSubtitles = true
+        let wire = try JSONDecoder().decode(WireDevice.self, from: RPCCoding.encode(WireDevice(route)))
+        #expect(wire.route(provider: "demo") == route)
+        var status = PlaybackStatus(state: .paused, position: 3, duration: 10, volume: 0.5)
+        status.allowed = [.pause]
+        let back = try #require(try JSONDecoder().decode(WireStatus.self, from: RPCCoding.encode(WireStatus(status))).status)
+        #expect(back.state == .paused && back.position == 3 && back.allowed == [.pause] && back.volume == 0.5)
+        #expect(WireStatus(PlaybackStatus(state: .playing)).allowed == nil, "all commands: the field is left out")
+    }
+}
+
+@Suite struct PluginLocatorTests {
+    @Test func theSearchPathComesInOrderAndTheFirstOfANameWins() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("plugins-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for directory in ["a", "b", "prefix/bin", "prefix/lib/route/plugins"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
+        }
+        func make(_ path: String, executable: Bool = true) throws {
+            FileManager.default.createFile(atPath: root + "/" + path, contents: Data("#!/bin/sh\n".utf8),
+                                           attributes: [.posixPermissions: executable ? 0o755 : 0o644])
+        }
+        try make("a/route-provider-one")
+        try make("b/route-provider-one")
+        try make("b/route-provider-two")
+        try make("b/route-provider-Bad")
+        try make("b/route-provider-three", executable: false)
+        try make("prefix/lib/route/plugins/route-provider-four")
+        let directories = PluginLocator.directories(environment: ["ROUTE_PLUGIN_PATH": "\(root)/a:\(root)/b", "HOME": root + "/home"],
+                                                    executable: root + "/prefix/bin/route")
+        #expect(directories == [root + "/a", root + "/b", root + "/home/.local/lib/route/plugins", root + "/prefix/lib/route/plugins", root + "/prefix/bin"])
+        let found = PluginLocator.find(in: directories)
+        #expect(found.map(\.name) == ["one", "two", "four"])
+        #expect(found.first?.path == root + "/a/route-provider-one")
+    }
+}
