@@ -58,6 +58,9 @@ let package = Package(
         .target(name: "RoutePluginKit", dependencies: ["RouteCore", "RoutePluginProtocol"], swiftSettings: swift6),
         .executableTarget(name: "route-provider-mpd", dependencies: ["RoutePluginKit", "RouteCore", "CMPDClient"], path: "Plugins/MPD",
                           swiftSettings: swift6),
+        // bench/plugins: the plugin host's start-up and round-trip costs.
+        .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",
+                          swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                         "RoutePluginHost"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),

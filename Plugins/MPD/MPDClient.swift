@@ -83,6 +83,25 @@ final class MPDConnection: Sendable {
         return MPDError(description: message, broken: broken)
     }
 
+    /// The IPv4 address the connection reached (a host name resolved), if it is IPv4.
+    func peerAddress() throws -> String? {
+        try run { connection -> String? in
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let ok = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(mpd_connection_get_fd(connection), $0, &length) == 0 }
+            }
+            guard ok, storage.ss_family == sa_family_t(AF_INET) else { return nil }
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                    var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                    var raw = address.pointee.sin_addr
+                    return inet_ntop(AF_INET, &raw, &text, socklen_t(text.count)).map { _ in String(cString: text) }
+                }
+            }
+        }
+    }
+
     // MARK: commands
 
     func status() throws -> MPDStatus {
@@ -145,16 +164,16 @@ final class MPDConnection: Sendable {
     func setVolume(_ percent: Int) throws { try check("volume") { mpd_run_set_volume($0, UInt32(percent)) } }
     func delete(id: UInt32) throws { try check("delete") { mpd_run_delete_id($0, id) } }
 
-    /// Waits for a change of the player, mixer or queue (MPD's `idle`), until `wake` becomes readable; true
-    /// when something changed.
-    func idle(wake: Int32) throws -> Bool {
+    /// Waits for a change of the player, mixer or queue (MPD's `idle`), at most `timeout` seconds (nil: no limit)
+    /// and until `wake` becomes readable; true when something changed.
+    func idle(wake: Int32, timeout: Double?) throws -> Bool {
         try run { connection -> Bool in
             let mask = mpd_idle(MPD_IDLE_PLAYER.rawValue | MPD_IDLE_MIXER.rawValue | MPD_IDLE_QUEUE.rawValue)
             guard mpd_send_idle_mask(connection, mask) else { return false }
             var fds = [pollfd(fd: mpd_connection_get_fd(connection), events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            while poll(&fds, 2, -1) < 0, errno == EINTR {}
-            if fds[1].revents != 0, fds[0].revents == 0 {
+            while poll(&fds, 2, timeout.map { Int32($0 * 1000) } ?? -1) < 0, errno == EINTR {}
+            if fds[0].revents == 0 {
                 _ = mpd_send_noidle(connection)
                 _ = mpd_recv_idle(connection, false)
                 return false

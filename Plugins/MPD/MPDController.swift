@@ -48,12 +48,14 @@ final class MPDController: RouteController {
                 lostSince = nil
                 try await refresh(on: idler)
                 while !Task.isCancelled {
+                    // While it plays, once a second anyway: the position reported stays current.
+                    let playing = tracking.withLock { $0.last?.state == .playing }
                     let changed = try await withTaskCancellationHandler {
                         try await MPDConnection.threads.run(timeout: .seconds(86400), timedOut: { MPDError(description: "idle", broken: true) }) {
-                            try idler.idle(wake: wake.read)
+                            try idler.idle(wake: wake.read, timeout: playing ? 1 : nil)
                         }
                     } onCancel: { wake.ring() }
-                    if changed { try await refresh(on: idler) }
+                    if changed || playing { try await refresh(on: idler) }
                 }
             } catch is CancellationError {
                 break

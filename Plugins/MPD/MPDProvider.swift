@@ -56,8 +56,10 @@ final class MPDProvider: RouteProvider {
                 let connection = try MPDConnection(host: server.host, port: server.port, timeout: 3)
                 let types = try connection.decoderMIMETypes()
                 let status = try connection.status()
+                // route serves media on the local address that reaches the device's: it needs an IPv4 address.
+                let address = try connection.peerAddress() ?? server.host
                 return MediaRoute(provider: "mpd", nativeID: "\(server.host):\(server.port)", name: server.name, kind: .speaker,
-                                  address: "\(server.host):\(server.port)", capabilities: .audio,
+                                  address: "\(address):\(server.port)", capabilities: .audio,
                                   volumeControl: status.volume == nil ? .none : .absolute,
                                   accepts: .mimeTypes(Array(Set(types)).sorted()), maxAudioChannels: nil)
             }

@@ -42,7 +42,8 @@ actor PluginConnection {
 
     /// `initialize`: agrees on a version or fails with words that say which versions each side speaks.
     func initialize() async throws -> InitializeResult {
-        let offer = InitializeParams(protocolVersions: pluginProtocolVersions, host: PeerInfo(name: "route", version: routeVersion))
+        let offer = InitializeParams(protocolVersions: pluginProtocolVersions, host: PeerInfo(name: "route", version: routeVersion),
+                                     trace: log.tracing)
         let result: InitializeResult
         do {
             result = try await call(PluginMethod.initialize, offer)
@@ -51,8 +52,9 @@ actor PluginConnection {
         } catch let error as RPCError {
             throw fail(PluginError.protocolViolation(plugin: name, reason: "failed initialize: \(error.message)"))
         }
-        guard pluginProtocolVersions.highestCommon(with: result.protocolVersions) != nil,
-              (pluginProtocolVersions.min...pluginProtocolVersions.max).contains(result.protocolVersion) else {
+        guard pluginProtocolVersions.highestCommon(with: result.protocolVersions) != nil, result.protocolVersions.min <= result.protocolVersions.max,
+              (pluginProtocolVersions.min...pluginProtocolVersions.max).contains(result.protocolVersion),
+              (result.protocolVersions.min...result.protocolVersions.max).contains(result.protocolVersion) else {
             throw fail(PluginError.protocolViolation(
                 plugin: name, reason: "speaks protocol versions \(result.protocolVersions), and route speaks \(pluginProtocolVersions); "
                     + "update route or the plugin"))
@@ -144,6 +146,9 @@ actor PluginConnection {
             pending.removeValue(forKey: id)?.continuation.resume(returning: result)
         case .failure(.number(let id)?, let error):
             pending.removeValue(forKey: id)?.continuation.resume(throwing: error)
+        case .failure(nil, let error):
+            // JSON-RPC's answer to a message it could not read: route's own messages are well-formed, so say it.
+            log(.error, "\(name): the plugin could not read a message from route: \(error.message)")
         case .response, .failure:
             _ = fail(PluginError.protocolViolation(plugin: name, reason: "answered a call route never made"))
         case .request(let id, let method, _):

@@ -53,7 +53,8 @@ public enum PluginLocator {
 
     /// Whether `name` can name a provider.
     public static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 32 && name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" }
+        name.count <= 32 && name.first.map { $0.isASCII && ($0.isLowercase || $0.isNumber) } == true
+            && name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" }
     }
 
     /// The running executable's path (`/proc/self/exe`), if it can be read.

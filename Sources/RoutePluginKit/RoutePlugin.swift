@@ -18,7 +18,8 @@ import Synchronization
 ///
 /// The provider is written as a built-in one is: `run(_:)` discovers (its context's DNS-SD and SSDP give what
 /// the host resolves for the types in `features`) and publishes; `controller(for:context:)` opens a device.
-/// Its routes' provider name is the host's; everything printed goes to stderr, which route logs.
+/// Its routes carry its `name`, which should be the NAME of its file (`route-provider-NAME`): the host names
+/// them after the file either way. Everything printed goes to stderr, which route logs.
 public enum RoutePlugin {
     /// Serves the protocol on stdin and stdout until the host says `exit` or goes away; never returns.
     public static func serve(_ provider: any RouteProvider, version: String, features: PluginFeatures = PluginFeatures()) async -> Never {
@@ -39,6 +40,8 @@ actor PluginServer {
     private let features: PluginFeatures
     private let writer: FrameWriter
     private var initialized = false
+    /// Whether the host shows `debug` lines (else they are not sent).
+    private var tracing = false
     private var discovery: Task<Void, Never>?
     private var sessions: [String: Session] = [:]
     private let dnssd = DNSSDRelay()
@@ -92,6 +95,7 @@ actor PluginServer {
                                + "route offered \(offer.protocolVersions)")
             }
             initialized = true
+            tracing = offer.trace ?? false
             return RPCCoding.encode(InitializeResult(protocolVersion: common, protocolVersions: pluginProtocolVersions,
                                                      plugin: PeerInfo(name: provider.name, version: version), features: features))
         case PluginMethod.shutdown:
@@ -118,12 +122,12 @@ actor PluginServer {
 
     /// The session calls.
     private func control(_ method: String, _ params: Data?) async throws -> Data {
+        guard [PluginMethod.load, PluginMethod.play, PluginMethod.pause, PluginMethod.seek, PluginMethod.stop, PluginMethod.volume,
+               PluginMethod.mute, PluginMethod.next, PluginMethod.skip].contains(method) else {
+            throw RPCError(code: RPCError.methodNotFound, message: "no method \(method)")
+        }
         let target = try RPCCoding.decode(SessionParams.self, from: params)
         guard let controller = sessions[target.session]?.controller else {
-            if ![PluginMethod.load, PluginMethod.play, PluginMethod.pause, PluginMethod.seek, PluginMethod.stop, PluginMethod.volume,
-                 PluginMethod.mute, PluginMethod.next, PluginMethod.skip].contains(method) {
-                throw RPCError(code: RPCError.methodNotFound, message: "no method \(method)")
-            }
             throw RPCError(code: RPCError.unknownSession, message: "no open session \(target.session)")
         }
         switch method {
@@ -161,7 +165,8 @@ actor PluginServer {
     /// services are what the host forwards.
     private var context: ProviderContext {
         let writer = self.writer
-        let log = RouteLog(source: provider.name, traced: { _ in true }) { level, _, message in
+        let tracing = self.tracing
+        let log = RouteLog(source: provider.name, traced: { _ in tracing }) { level, _, message in
             let name = level == .debug ? "debug" : level == .error ? "error" : "info"
             try? writer.send(.notification(method: PluginMethod.log, params: RPCCoding.encode(LogParams(level: name, message: message))))
         }

@@ -49,7 +49,7 @@ public enum ChannelError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .closed(let why): return "its channel is closed (\(why))"
+        case .closed(let why): return "closed its channel (\(why))"
         case .stalled: return "stopped reading its channel"
         }
     }

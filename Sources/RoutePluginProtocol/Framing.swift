@@ -56,9 +56,7 @@ public struct FrameDecoder: Sendable {
             }
             guard let end = buffer.range(of: Data("\r\n\r\n".utf8)) else {
                 if buffer.count > PluginFraming.maxHeaderBytes { throw .badHeader("no blank line after \(buffer.count) bytes") }
-                if let first = buffer.first, first != UInt8(ascii: "C"), first != UInt8(ascii: "c") {
-                    throw .badHeader("it starts with \(Self.sample(buffer))")
-                }
+                try Self.checkPartialHeader(buffer)
                 break
             }
             let header = buffer[buffer.startIndex..<end.lowerBound]
@@ -66,6 +64,31 @@ public struct FrameDecoder: Sendable {
             expected = try Self.contentLength(in: header)
         }
         return bodies
+    }
+
+    /// Refuses a header block as soon as it cannot be one — a line that is not `Name: value` ending in CRLF, or
+    /// a name with other than letters, digits and dashes — so that a stray print is caught at its first line,
+    /// not when 4 KiB of it have piled up.
+    private static func checkPartialHeader(_ buffer: Data) throws(FramingError) {
+        let bytes = [UInt8](buffer)
+        var start = 0
+        while start < bytes.count {
+            let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n"))
+            let line = bytes[start..<(newline ?? bytes.count)]
+            let colon = line.firstIndex(of: UInt8(ascii: ":"))
+            let name = line[line.startIndex..<(colon ?? line.endIndex)]
+            let isToken = name.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D }
+            if newline == nil, name.count == line.count, line.last == UInt8(ascii: "\r") || line.isEmpty { return }
+            guard isToken else { throw .badHeader("it starts with \(sample(buffer))") }
+            if let newline {
+                guard colon != nil, !name.isEmpty, newline > start, bytes[newline - 1] == UInt8(ascii: "\r") else {
+                    throw .badHeader("a header line that is not \"Name: value\" ending in CRLF: \(sample(Data(line)))")
+                }
+                start = newline + 1
+            } else {
+                return
+            }
+        }
     }
 
     /// The Content-Length of a header block (other headers, such as Content-Type, are allowed and ignored).

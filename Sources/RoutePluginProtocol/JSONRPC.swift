@@ -111,6 +111,12 @@ public enum RPCMessage: Sendable {
         return data
     }
 
+    /// Parameters as JSON-RPC allows them: an object or array, else left out (`Nothing` encodes as null).
+    private static func structured(_ params: Data?) -> Any? {
+        guard let params, let value = try? JSONSerialization.jsonObject(with: params, options: [.fragmentsAllowed]) else { return nil }
+        return value is [String: Any] || value is [Any] ? value : nil
+    }
+
     /// The message as a frame body.
     public func encoded() -> Data {
         var object: [String: Any] = ["jsonrpc": "2.0"]
@@ -118,10 +124,10 @@ public enum RPCMessage: Sendable {
         case .request(let id, let method, let params):
             object["id"] = id.json
             object["method"] = method
-            if let params { object["params"] = (try? JSONSerialization.jsonObject(with: params, options: [.fragmentsAllowed])) ?? NSNull() }
+            object["params"] = Self.structured(params)
         case .notification(let method, let params):
             object["method"] = method
-            if let params { object["params"] = (try? JSONSerialization.jsonObject(with: params, options: [.fragmentsAllowed])) ?? NSNull() }
+            object["params"] = Self.structured(params)
         case .response(let id, let result):
             object["id"] = id.json
             object["result"] = (try? JSONSerialization.jsonObject(with: result, options: [.fragmentsAllowed])) ?? NSNull()

@@ -64,15 +64,19 @@ public struct PeerInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// `initialize` parameters: the host's versions and name.
+/// `initialize` parameters: the host's versions and name, and whether it wants `debug` log lines.
 public struct InitializeParams: Codable, Sendable {
     public var protocolVersions: VersionRange
     public var host: PeerInfo
+    /// Whether the user traces this plugin (`ROUTE_DEBUG=NAME`): only then are `debug` log lines shown, so a
+    /// plugin may leave them unsent otherwise. Absent: false.
+    public var trace: Bool?
 
     /// The host's offer.
-    public init(protocolVersions: VersionRange, host: PeerInfo) {
+    public init(protocolVersions: VersionRange, host: PeerInfo, trace: Bool = false) {
         self.protocolVersions = protocolVersions
         self.host = host
+        self.trace = trace
     }
 }
 
@@ -121,6 +125,15 @@ public struct InitializeResult: Codable, Sendable {
         self.protocolVersions = protocolVersions
         self.plugin = plugin
         self.features = features
+    }
+
+    /// `features` may be left out (nothing asked for, nothing offered).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        protocolVersion = try c.decode(Int.self, forKey: .protocolVersion)
+        protocolVersions = try c.decode(VersionRange.self, forKey: .protocolVersions)
+        plugin = try c.decode(PeerInfo.self, forKey: .plugin)
+        features = try c.decodeIfPresent(PluginFeatures.self, forKey: .features) ?? PluginFeatures()
     }
 }
 
@@ -354,12 +367,17 @@ public struct MuteParams: Codable, Sendable {
     }
 }
 
-/// `session/next` and `session/skip` results: whether the device did it.
+/// `session/next` and `session/skip` results: whether the device did it (`null` or `{}` read as not done).
 public struct DoneResult: Codable, Sendable {
     public var done: Bool
 
     /// A result.
     public init(done: Bool) { self.done = done }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try? decoder.container(keyedBy: CodingKeys.self)
+        done = (try? container?.decodeIfPresent(Bool.self, forKey: .done)) ?? false
+    }
 }
 
 /// A device's playback status.

@@ -103,9 +103,10 @@ enum ProvidersCommand {
         }
         for status in states {
             var line = status.name.padding(toLength: 10, withPad: " ", startingAt: 0)
-                + status.state.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
+                + status.state.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)
                 + "\(status.routes) route\(status.routes == 1 ? "" : "s")"
             if status.restarts > 0 { line += ", restarted \(status.restarts)×" }
+            if let path = status.path { line += "; plugin \(path)" + (status.version.map { " \($0)" } ?? "") }
             if let error = status.lastError { line += "; last error: \(error)" }
             printOutput(line)
         }

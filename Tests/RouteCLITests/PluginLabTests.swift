@@ -55,6 +55,18 @@ extension LabTests {
             }
         }
 
+        @Test func anMPDThatVanishesMidCastEndsTheCastWithAnError() async throws {
+            try await withMPD { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 60)
+                let casting = try sandbox.start(["cast", wav, "--to", "Kitchen"], environment: Self.kitchen)
+                try await Lab.until("mpc says playing", within: 10) { try MPC.status().contains("[playing]") }
+                try Lab.control("stop-mpd")
+                let result = await casting.finish(within: 20)
+                #expect(result.status != 0, "\(result)")
+                #expect(result.stderr.contains("Kitchen cannot be reached") && result.stderr.contains("10.77.0.2:6600"), "\(result.stderr)")
+            }
+        }
+
         @Test func twoFilesPlayAsMPDsOwnQueue() async throws {
             try await withMPD { sandbox in
                 let first = try await sandbox.wav("first.wav", seconds: 3), second = try await sandbox.wav("second.wav", seconds: 3)

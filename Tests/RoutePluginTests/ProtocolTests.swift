@@ -24,6 +24,15 @@ import Testing
         #expect(got == [Data("{}".utf8)])
     }
 
+    @Test func aStrayPrintIsRefusedAtItsFirstLine() {
+        var decoder = FrameDecoder()
+        #expect(throws: FramingError.self) { try decoder.feed(Data("hello wor".utf8)) }
+        var bareNewline = FrameDecoder()
+        #expect(throws: FramingError.self) { try bareNewline.feed(Data("Content-Length: 2\n".utf8)) }
+        var partial = FrameDecoder()
+        #expect((try? partial.feed(Data("Content-Len".utf8))) == [], "a header still arriving is not an error")
+    }
+
     @Test func garbageAndOversizeAreRefused() {
         var decoder = FrameDecoder()
         #expect(throws: FramingError.self) { try decoder.feed(Data("hello world\n".utf8)) }
