@@ -10,7 +10,7 @@ import Testing
 extension LabTests {
     @Suite struct PluginLabTests {
         private static let kitchen = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "Kitchen=10.77.0.2:6600"]
-        private static let faultyPlugins = RouteBinary.packageRoot.appendingPathComponent("Tests/Plugins").path
+        private static let testPlugins = RouteBinary.packageRoot.appendingPathComponent("Tests/Plugins").path
 
         // MARK: MPD
 
@@ -78,6 +78,44 @@ extension LabTests {
             }
         }
 
+        // MARK: A plugin in Python, written from PROTOCOL.md alone
+
+        @Test func aPythonPluginsDeviceIsListedAndControlled() async throws {
+            try await inSandbox { sandbox in
+                let log = sandbox.root + "/python.log"
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_PROVIDERS": "python",
+                                   "ROUTE_TEST_PYTHON_ADDRESS": "10.77.0.2:9", "ROUTE_TEST_PYTHON_LOG": log]
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "1"], environment: environment)
+                let devices = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8))
+                let speaker = try #require(devices.first { $0.name == "Python Speaker" }, "\(found)")
+                #expect(speaker.primary.provider == "python" && speaker.kind == .speaker && speaker.volumeControl == .absolute)
+
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                let size = try #require(try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int)
+                let casting = try sandbox.start(["cast", wav, "--to", "Python Speaker"], environment: environment)
+                func logged() -> [[String: Any]] {
+                    ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                        .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                }
+                try await Lab.until("the plugin fetched the whole file route served", within: 10) {
+                    logged().contains { $0["event"] as? String == "fetched" && $0["bytes"] as? Int == size }
+                }
+                #expect(try await sandbox.run(["pause", "--to", "Python Speaker"]).status == 0)
+                try await sandbox.poll(["status", "--to", "Python Speaker", "--json"], within: 3, "paused") { $0.stdout.contains("\"paused\"") }
+                #expect(try await sandbox.run(["seek", "12", "--to", "Python Speaker"]).status == 0)
+                #expect(try await sandbox.run(["volume", "30", "--to", "Python Speaker"]).status == 0)
+                let methods = logged().compactMap { $0["method"] as? String }
+                for method in ["initialize", "session/open", "session/load", "session/pause", "session/seek", "session/volume"] {
+                    #expect(methods.contains(method), "\(method) reached the plugin: \(methods)")
+                }
+                #expect(logged().contains { ($0["params"] as? [String: Any])?["position"] as? Double == 12 })
+                #expect(try await sandbox.run(["stop", "--to", "Python Speaker"]).status == 0)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 0, "\(result)")
+                #expect(logged().contains { $0["method"] as? String == "session/stop" })
+            }
+        }
+
         // MARK: Faults
 
         @Test(arguments: [
@@ -89,14 +127,14 @@ extension LabTests {
         ])
         func aFaultyPluginIsReportedAndRouteGoesOn(fault: String, words: String) async throws {
             try await inSandbox { sandbox in
-                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": fault, "ROUTE_PROVIDERS": "faulty,local"]
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": fault, "ROUTE_PROVIDERS": "faulty,local"]
                 let result = try await sandbox.run(["providers", "--json", "--timeout", "7"], environment: environment)
                 #expect(result.status == 0, "\(result)")
                 let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(result.stdout.utf8))
                 let faulty = try #require(states.first { $0.name == "faulty" }, "\(result)")
                 #expect(faulty.lastError?.contains(words) == true, "\(faulty)")
                 #expect(faulty.restarts >= 1, "restarted with backoff: \(faulty)")
-                #expect(faulty.path == Self.faultyPlugins + "/route-provider-faulty")
+                #expect(faulty.path == Self.testPlugins + "/route-provider-faulty")
                 #expect(states.first { $0.name == "local" }?.state == .running, "the other providers go on: \(states)")
                 #expect(result.stderr.contains("faulty failed: the faulty plugin"), "\(result.stderr)")
             }
@@ -104,7 +142,7 @@ extension LabTests {
 
         @Test func aPluginThatFloodsItsLogCannotFloodRoutes() async throws {
             try await inSandbox { sandbox in
-                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": "flood", "ROUTE_PROVIDERS": "faulty,local"]
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "flood", "ROUTE_PROVIDERS": "faulty,local"]
                 let result = try await sandbox.run(["providers", "--json", "--timeout", "3"], environment: environment)
                 let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(result.stdout.utf8))
                 #expect(states.first { $0.name == "faulty" }?.state == .running, "\(states)")
@@ -117,7 +155,7 @@ extension LabTests {
         @Test func aPluginThatCrashesMidCastEndsThatCastWithAnError() async throws {
             try await inSandbox { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 20)
-                let environment = ["ROUTE_PLUGIN_PATH": Self.faultyPlugins, "ROUTE_TEST_PLUGIN_FAULT": "crash-cast", "ROUTE_PROVIDERS": "faulty"]
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "crash-cast", "ROUTE_PROVIDERS": "faulty"]
                 let result = try await sandbox.run(["cast", wav, "--to", "Faulty Speaker"], environment: environment, timeout: 20)
                 #expect(result.status != 0, "\(result)")
                 #expect(result.stderr.contains("the faulty plugin exited with status 7"), "\(result)")
@@ -130,7 +168,7 @@ extension LabTests {
                 let directory = sandbox.root + "/plugins"
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 let plugin = directory + "/route-provider-faulty"
-                try FileManager.default.copyItem(atPath: Self.faultyPlugins + "/route-provider-faulty", toPath: plugin)
+                try FileManager.default.copyItem(atPath: Self.testPlugins + "/route-provider-faulty", toPath: plugin)
                 let environment = ["ROUTE_PLUGIN_PATH": directory, "ROUTE_TEST_PLUGIN_FAULT": "crash-start", "ROUTE_PROVIDERS": "faulty,local"]
                 let watching = try sandbox.start(["devices", "--timeout", "40"], environment: environment)
                 try await Lab.until("route quarantines the plugin", within: 30) { watching.stderr.contains("not starting it again until it changes") }
