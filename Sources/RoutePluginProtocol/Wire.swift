@@ -422,7 +422,8 @@ public struct WireStatus: Codable, Sendable, Equatable {
     public var status: PlaybackStatus? {
         guard let state = PlaybackStatus.State(rawValue: state) else { return nil }
         var status = PlaybackStatus(state: state, position: position.isFinite ? max(0, position) : 0,
-                                    duration: duration, volume: volume.map { min(1, max(0, $0)) }, title: title, error: error)
+                                    duration: duration.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil },
+                                    volume: volume.flatMap { $0.isFinite ? min(1, max(0, $0)) : nil }, title: title, error: error)
         status.muted = muted
         status.itemURL = itemURL
         status.deviceState = deviceState

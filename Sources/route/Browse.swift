@@ -3,6 +3,7 @@
 
 import Foundation
 import RouteCore
+import RoutePluginHost
 
 enum Browse {
     /// One line of `browse --json`.
@@ -84,6 +85,38 @@ enum Browse {
             }
             await group.next()
             group.cancelAll()
+        }
+        return .success
+    }
+}
+
+enum PluginsCommand {
+    /// The search path and what is on it, as JSON.
+    struct Listing: Encodable {
+        struct Plugin: Encodable {
+            let name: String
+            let path: String
+            let active: Bool
+        }
+        let searchPath: [String]
+        let plugins: [Plugin]
+    }
+
+    static func run(_ parsed: ParsedArguments) throws -> ExitCode {
+        let directories = PluginLocator.directories()
+        let found = PluginLocator.find(in: directories)
+        let active = Set(Providers.plugins.map(\.path))
+        if parsed.has("json") {
+            let listing = Listing(searchPath: directories, plugins: found.map { .init(name: $0.name, path: $0.path, active: active.contains($0.path)) })
+            print(try JSONOutput.string(listing))
+            return .success
+        }
+        printOutput("Search path:")
+        for directory in directories { printOutput("  " + directory) }
+        printOutput(found.isEmpty ? "No plugins found." : "Plugins:")
+        for plugin in found {
+            let note = active.contains(plugin.path) ? "" : "  (ignored: a built-in provider has this name)"
+            printOutput("  " + plugin.name.padding(toLength: 10, withPad: " ", startingAt: 0) + plugin.path + note)
         }
         return .success
     }

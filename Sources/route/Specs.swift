@@ -87,6 +87,17 @@ enum Specs {
         examples: ["route browse _googlecast._tcp urn:schemas-upnp-org:device:MediaRenderer:1", "route browse ssdp:all --timeout 5",
                    "route browse _mpd._tcp --json"])
 
+    static let plugins = CommandSpec(
+        name: "plugins", summary: "list the drop-in plugins route finds, and where it looks", positionals: "", minPositionals: 0,
+        maxPositionals: 0, options: [CommonOptions.json],
+        details: """
+        Starts nothing: prints the search path (ROUTE_PLUGIN_PATH, ~/.local/lib/route/plugins, PREFIX/lib/route/plugins,
+        the directory of route itself) and each plugin found there — an executable named route-provider-NAME, the
+        first of each NAME. `route providers` runs them and shows their state, version and last error.
+        Plugins/PROTOCOL.md tells how to write one.
+        """,
+        examples: ["route plugins", "ROUTE_PLUGIN_PATH=~/src/my-plugin route plugins --json"])
+
     static let completion = CommandSpec(
         name: "completion", summary: "print shell completions: bash, zsh or fish", positionals: "SHELL", minPositionals: 1, maxPositionals: 1,
         options: [], details: "Generated from the same declarations as --help. `make install` installs all three.",

@@ -6,6 +6,7 @@ import CUPnP
 import Foundation
 import RouteCore
 import RouteMedia
+import RoutePluginProtocol
 import UPnPProvider
 
 /// One fuzz target: a name (its corpus folder under Tests/Fuzz/Corpus) and what it does with an input.
@@ -21,7 +22,39 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 enum Targets {
-    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast]
+    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast, plugin]
+
+    /// What a plugin writes on its channel: frames cut anywhere, JSON-RPC messages, and the devices, statuses and
+    /// results the host reads from them. A plugin is local, but whatever it writes must not take route down.
+    static let plugin = FuzzTarget(name: "plugin", summary: "plugin channel frames, JSON-RPC messages and their payloads") { data in
+        var decoder = FrameDecoder()
+        let cut = data.isEmpty ? 0 : Int(data[data.startIndex]) % max(1, data.count)
+        guard let bodies = try? decoder.feed(data.prefix(cut)) + decoder.feed(data.dropFirst(cut)) else { return }
+        for body in bodies {
+            require(body.count <= PluginFraming.maxMessageBytes, "a body over the cap")
+            guard let message = try? RPCMessage(parsing: body) else { continue }
+            switch message {
+            case .notification(_, let params), .request(_, _, let params):
+                if let devices = try? RPCCoding.decode(DevicesParams.self, from: params) {
+                    for route in devices.devices.map({ $0.route(provider: "fuzz") }) {
+                        require(!route.name.unicodeScalars.contains { $0.value < 0x20 }, "a control character in a name")
+                    }
+                }
+                if let report = try? RPCCoding.decode(StatusParams.self, from: params), let status = report.status.status {
+                    require(status.position.isFinite && status.position >= 0, "a position out of range: \(status.position)")
+                    require(status.duration.map { $0.isFinite && $0 >= 0 } ?? true, "a duration out of range")
+                    _ = status.position(at: Date())
+                }
+                _ = try? RPCCoding.decode(LogParams.self, from: params)
+            case .response(_, let result):
+                _ = try? RPCCoding.decode(InitializeResult.self, from: result)
+                _ = try? RPCCoding.decode(DoneResult.self, from: result)
+            case .failure(_, let error):
+                _ = error.routeError(device: "fuzz", command: "play").description
+            }
+            _ = message.encoded()
+        }
+    }
 
     /// A device description off the wire: bounded XML, then what route reads of it.
     static let description = FuzzTarget(name: "description", summary: "device descriptions and SCPDs (XMLNode, DeviceDescription)") { data in

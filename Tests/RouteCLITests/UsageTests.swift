@@ -28,6 +28,46 @@ import Testing
         }
     }
 
+    @Test func completionsAndTheManPageCoverEveryCommandAndOption() async throws {
+        try await inSandbox { sandbox in
+            let help = try await sandbox.run(["--help"])
+            let commands = help.stdout.split(separator: "\n").drop { !$0.hasPrefix("Commands:") }.dropFirst()
+                .prefix { $0.hasPrefix("  ") }.compactMap { $0.split(separator: " ").first.map(String.init) }
+            #expect(commands.count >= 16, "\(commands)")
+            let castOptions = try await sandbox.run(["cast", "--help"]).stdout.split(separator: "\n")
+                .compactMap { line in line.hasPrefix("  --") ? line.dropFirst(2).split(separator: " ").first.map(String.init) : nil }
+            for shell in ["bash", "zsh", "fish"] {
+                let result = try await sandbox.run(["completion", shell])
+                #expect(result.status == 0, "\(result)")
+                for command in commands { #expect(result.stdout.contains(command), "\(shell) completes \(command)") }
+                for option in castOptions where option != "--help" {
+                    #expect(result.stdout.contains(shell == "fish" ? "-l " + option.dropFirst(2) : option), "\(shell) completes cast \(option)")
+                }
+            }
+            let bash = try await sandbox.run(["completion", "bash"])
+            let syntax = try Lab.tool("/bin/bash", ["-n", "-c", bash.stdout])
+            #expect(syntax.status == 0, "bash -n: \(syntax.text)")
+            let page = try await sandbox.run(["manpage"])
+            #expect(page.stdout.hasPrefix(".TH ROUTE 1"))
+            for command in commands { #expect(page.stdout.contains(".SS \(command)"), "the man page has \(command)") }
+            #expect(try await sandbox.run(["completion", "tcsh"]).status == 2)
+        }
+    }
+
+    @Test func pluginsListsTheSearchPathAndWhatIsOnIt() async throws {
+        try await inSandbox { sandbox in
+            let tests = RouteBinary.packageRoot.appendingPathComponent("Tests/Plugins").path
+            let result = try await sandbox.run(["plugins", "--json"], environment: ["ROUTE_PLUGIN_PATH": tests + ":/nonexistent"])
+            #expect(result.status == 0, "\(result)")
+            let listing = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let path = try #require(listing["searchPath"] as? [String])
+            #expect(Array(path.prefix(2)) == [tests, "/nonexistent"])
+            #expect(path.last == URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().resolvingSymlinksInPath().path)
+            let names = (listing["plugins"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            #expect(names == ["faulty", "python", "mpd"], "\(names)")
+        }
+    }
+
     @Test func noArgumentsPrintsHelpAndIsAUsageError() async throws {
         try await inSandbox { sandbox in
             let result = try await sandbox.run([])
