@@ -97,7 +97,7 @@ struct MPDServer: Sendable, Hashable {
     /// `HOST:PORT` (the port defaults to 6600).
     init?(address: String) {
         let parts = address.split(separator: ":", omittingEmptySubsequences: false)
-        guard let host = parts.first, !host.isEmpty, parts.count <= 2 else { return nil }
+        guard let host = parts.first, !host.isEmpty, parts.count <= 2, !host.contains(where: \.isWhitespace) else { return nil }
         let port = parts.count == 2 ? Int(parts[1]) : 6600
         guard let port, (1...65535).contains(port) else { return nil }
         self.init(name: String(host), host: String(host), port: port, source: "listed:\(address)")
@@ -108,7 +108,7 @@ struct MPDServer: Sendable, Hashable {
     static func listed(in text: String, problem: (String) -> Void) -> [MPDServer] {
         text.split(separator: ",").compactMap { entry in
             let entry = entry.trimmingCharacters(in: .whitespaces)
-            let named = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            let named = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard var server = MPDServer(address: named.last ?? ""), !(named.count == 2 && named[0].isEmpty) else {
                 problem("ROUTE_MPD_HOSTS: \"\(entry)\" is not NAME=HOST:PORT; skipping it")
                 return nil

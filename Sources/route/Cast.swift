@@ -202,7 +202,9 @@ enum DeviceChoice {
     /// answered first. Waits at most `mergeWindow` after the match, less when every network provider already
     /// reaches it (with a single network provider, not at all).
     static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
-        let network = Set(providers.map(\.name).filter { $0 != "local" })
+        // Only the built-in network providers: they assert identities across protocols (UDN, Cast id, MAC); a
+        // plugin's routes rarely merge, and waiting for every plugin would cost every cast the whole window.
+        let network = Set(providers.map(\.name).filter { Providers.builtIn.contains($0) && $0 != "local" })
         func complete(_ device: MediaDevice) -> Bool { network.isSubset(of: Set(device.routes.map(\.provider))) }
         guard network.count > 1, !complete(device) else { return device }
         let ids = Set(device.routes.map(\.id))

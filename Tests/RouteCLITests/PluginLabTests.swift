@@ -55,6 +55,17 @@ extension LabTests {
             }
         }
 
+        @Test func badAndUnreachableListedServersAreSkipped() async throws {
+            try await withMPD { sandbox in
+                let environment = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "no port here=, Kitchen=10.77.0.2:6600, Gone=10.77.0.2:6601"]
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "2"], environment: environment)
+                let names = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).map(\.name)
+                #expect(names.contains("Kitchen") && !names.contains("Gone"), "\(names)")
+                #expect(found.stderr.contains("ROUTE_MPD_HOSTS: \"no port here=\" is not NAME=HOST:PORT; skipping it"), "\(found.stderr)")
+                #expect(found.stderr.split(separator: "\n").count == 1, "one line for the bad entry, none for the unreachable one: \(found.stderr)")
+            }
+        }
+
         @Test func anMPDThatVanishesMidCastEndsTheCastWithAnError() async throws {
             try await withMPD { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 60)
@@ -160,6 +171,20 @@ extension LabTests {
                 #expect(result.status != 0, "\(result)")
                 #expect(result.stderr.contains("the faulty plugin exited with status 7"), "\(result)")
                 #expect(result.elapsed < .seconds(15), "no hang: \(result.elapsed)")
+            }
+        }
+
+        @Test func aPluginThatHangsOnACallIsStoppedAndTheCastEndsWithAnError() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 60)
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "hang-pause", "ROUTE_PROVIDERS": "faulty"]
+                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
+                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                let pause = try await sandbox.run(["pause", "--to", "Faulty Speaker"], timeout: 20)
+                #expect(pause.status != 0, "\(pause)")
+                let result = await casting.finish(within: 20)
+                #expect(result.status != 0, "\(result)")
+                #expect((result.stderr + pause.stderr).contains("did not answer session/pause within 10 s"), "\(result)\n\(pause)")
             }
         }
 
