@@ -126,12 +126,16 @@ final class MPDConnection: Sendable {
         return status
     }
 
-    /// The URI of the queue entry `id`, or nil when it is not in the queue.
+    /// The URI of the queue entry `id`, or nil when it is not in the queue (MPD answers "No such song").
     func uri(ofSong id: UInt32) throws -> String? {
-        try run { connection -> String? in
-            guard let song = mpd_run_get_queue_song_id(connection, id) else { return nil }
-            defer { mpd_song_free(song) }
-            return String(cString: mpd_song_get_uri(song))
+        do {
+            return try run { connection -> String? in
+                guard let song = mpd_run_get_queue_song_id(connection, id) else { return nil }
+                defer { mpd_song_free(song) }
+                return String(cString: mpd_song_get_uri(song))
+            }
+        } catch let error as MPDError where !error.broken {
+            return nil
         }
     }
 

@@ -29,6 +29,19 @@ final class MPDController: RouteController {
         /// The level before a mute (MPD has no mute of its own).
         var mutedFrom: Int?
         var closed = false
+        /// A load is being sent: what MPD says meanwhile is about neither the old item nor the new one.
+        var loading = false
+        /// Where route's entry was when last seen playing, and when.
+        var lastPlaying: (elapsed: Double, duration: Double?, at: ContinuousClock.Instant)?
+
+        /// Whether route's entry was at (or, by the clock, past) its last two seconds when last seen playing: a
+        /// stop then is its natural end, not another client's doing. A stream without a length ends when it ends.
+        var nearEnd: Bool {
+            guard let seen = lastPlaying else { return false }
+            guard let duration = seen.duration else { return true }
+            let since = ContinuousClock.now - seen.at
+            return seen.elapsed + Double(since.components.seconds) + Double(since.components.attoseconds) / 1e18 >= duration - 2
+        }
     }
 
     init(route: MediaRoute, host: String, port: Int) {
@@ -45,14 +58,15 @@ final class MPDController: RouteController {
         while !Task.isCancelled {
             do {
                 let idler = try await blocking { [host, port] in try MPDConnection(host: host, port: port) }
-                lostSince = nil
                 try await refresh(on: idler)
+                lostSince = nil
                 while !Task.isCancelled {
-                    // While it plays, once a second anyway: the position reported stays current.
+                    // While it plays, once a second anyway: the position reported stays current. Otherwise the
+                    // wait is bounded too, so that no call outlives its deadline's timer by long.
                     let playing = tracking.withLock { $0.last?.state == .playing }
                     let changed = try await withTaskCancellationHandler {
-                        try await MPDConnection.threads.run(timeout: .seconds(86400), timedOut: { MPDError(description: "idle", broken: true) }) {
-                            try idler.idle(wake: wake.read, timeout: playing ? 1 : nil)
+                        try await MPDConnection.threads.run(timeout: .seconds(40), timedOut: { MPDError(description: "idle", broken: true) }) {
+                            try idler.idle(wake: wake.read, timeout: playing ? 1 : 30)
                         }
                     } onCancel: { wake.ring() }
                     if changed || playing { try await refresh(on: idler) }
@@ -93,7 +107,7 @@ final class MPDController: RouteController {
     /// The status route reports for what MPD says; nil when it is not about route's entries.
     private func report(_ status: MPDStatus, uri: String?, currentGone: Bool, tracking: inout Tracking) -> PlaybackStatus? {
         defer { tracking.last = status }
-        guard let current = tracking.current else { return nil }
+        guard let current = tracking.current, !tracking.loading else { return nil }
         var state: PlaybackStatus.State
         var reason: PlaybackStatus.EndReason?
         var error: String?
@@ -108,24 +122,33 @@ final class MPDController: RouteController {
             if ours {
                 state = status.state == .playing ? .playing : .paused
                 tracking.started = true
+                if status.state == .playing { tracking.lastPlaying = (status.elapsed, status.duration, .now) }
+            } else if tracking.nearEnd {
+                // MPD went on past route's entry (repeat, or songs queued after it): route's item is over.
+                state = .ended
             } else {
-                state = .stopped
+                // As the other providers say it: the cast ends, and route leaves the device to the other client.
+                state = .failed
                 reason = .replaced
+                error = "replaced by another controller (another MPD client plays something else on \(route.name))"
             }
         case .stopped, .unknown:
             if tracking.stopRequested {
                 state = .stopped
-            } else if let failure = status.error {
+            } else if let failure = status.error, ours || (song == nil && Self.isAbout(failure, tracking.ours[current])) {
+                // (An error about another client's song is not route's item failing.)
                 state = .failed
                 error = "MPD: \(failure)"
                 reason = tracking.started ? .deviceError : .unplayable
-            } else if currentGone {
-                state = .stopped
-                reason = .replaced
-            } else if !tracking.started {
+            } else if !tracking.started, !currentGone {
                 state = .loading
-            } else {
+            } else if tracking.nearEnd {
+                // Its natural end (in consume mode MPD also takes the entry out of the queue).
                 state = .ended
+            } else {
+                state = .failed
+                reason = .replaced
+                error = "replaced by another controller (another MPD client " + (currentGone ? "took route's entry out of the queue)" : "stopped it)")
             }
         }
         var report = PlaybackStatus(state: state, position: ours ? status.elapsed : 0, duration: ours ? status.duration : nil,
@@ -141,13 +164,24 @@ final class MPDController: RouteController {
         return report
     }
 
+    /// Whether MPD's error text is about `url` (MPD names the URI it failed on), or names no URI at all.
+    private static func isAbout(_ error: String, _ url: String?) -> Bool {
+        guard error.contains("://") else { return true }
+        return url.map { error.contains($0) } ?? false
+    }
+
     func statusUpdates() -> AsyncStream<PlaybackStatus> { statuses.subscribe() }
 
     // MARK: commands
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
-        let stale = tracking.withLock { Array($0.ours.keys) }
-        let id = try await command("load") { connection in
+        let stale = tracking.withLock { tracking -> [UInt32] in
+            tracking.loading = true
+            return Array(tracking.ours.keys)
+        }
+        defer { tracking.withLock { $0.loading = false } }
+        // MPD may fetch the URL's start while adding it: more time than other commands.
+        let id = try await command("load", timeout: .seconds(25)) { connection in
             for old in stale { try? connection.delete(id: old) }
             let id = try connection.add(item.url)
             try connection.play(id: id)
@@ -159,7 +193,9 @@ final class MPDController: RouteController {
             $0.current = id
             $0.stopRequested = false
             $0.started = false
+            $0.lastPlaying = nil
             $0.sessionNumber += 1
+            $0.loading = false
         }
         statuses.send(loading(item))
     }
@@ -187,10 +223,15 @@ final class MPDController: RouteController {
         try await command("stop") { try $0.stop() }
     }
 
+    /// While muted, the level is kept for the unmute (a volume change does not unmute).
     func setVolume(_ level: Double) async throws {
         let percent = Int((min(1, max(0, level)) * 100).rounded())
-        try await command("volume") { try $0.setVolume(percent) }
-        tracking.withLock { $0.mutedFrom = nil }
+        let muted = tracking.withLock { tracking -> Bool in
+            guard tracking.mutedFrom != nil else { return false }
+            tracking.mutedFrom = percent
+            return true
+        }
+        if !muted { try await command("volume") { try $0.setVolume(percent) } }
     }
 
     func setMuted(_ muted: Bool) async throws {
@@ -234,10 +275,11 @@ final class MPDController: RouteController {
 
     /// Runs `body` on the command connection (connected on first use, and again once when MPD closed it: MPD
     /// drops connections idle for a minute), as `what` in errors.
-    private func command<T: Sendable>(_ what: String, _ body: @escaping @Sendable (MPDConnection) throws -> T) async throws -> T {
+    private func command<T: Sendable>(_ what: String, timeout: Duration = .seconds(6),
+                                      _ body: @escaping @Sendable (MPDConnection) throws -> T) async throws -> T {
         let (host, port, name) = (self.host, self.port, route.name)
         do {
-            return try await blocking { [self] in
+            return try await blocking(timeout: timeout) { [self] in
                 for attempt in 0..<2 {
                     let connection = try commands.withLock { held -> MPDConnection in
                         if let held { return held }
@@ -259,8 +301,9 @@ final class MPDController: RouteController {
         }
     }
 
-    private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await MPDConnection.threads.run(timeout: .seconds(6), timedOut: { MPDError(description: "no answer within 6 s", broken: true) }, body)
+    private func blocking<T: Sendable>(timeout: Duration = .seconds(6), _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let seconds = timeout.components.seconds
+        return try await MPDConnection.threads.run(timeout: timeout, timedOut: { MPDError(description: "no answer within \(seconds) s", broken: true) }, body)
     }
 }
 

@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RoutePluginProtocol
+import Synchronization
 
 /// One started plugin. Made and owned by `PluginSupervisor`; `pump()` must run for replies to arrive.
 actor PluginConnection {
@@ -14,6 +15,8 @@ actor PluginConnection {
     private var nextID = 1
     private var pending: [Int: (method: String, continuation: CheckedContinuation<Data?, any Error>)] = [:]
     private var failure: (any Error)?
+    /// Whether it still works, readable without a hop onto the actor (the supervisor decides on it at once).
+    private nonisolated let working = Mutex(true)
     private let alive = Broadcast<Bool>(initial: true)
     private var devicesSink: (@Sendable ([WireDevice]) -> Void)?
     private var sessions: [String: Broadcast<PlaybackStatus>] = [:]
@@ -90,11 +93,7 @@ actor PluginConnection {
         defer { timer.cancel() }
         let raw: Data? = try await withCheckedThrowingContinuation { continuation in
             pending[id] = (method, continuation)
-            do {
-                try writer.send(.request(id: .number(id), method: method, params: RPCCoding.encode(params)))
-            } catch {
-                _ = fail(PluginError.protocolViolation(plugin: name, reason: "\(error)"))
-            }
+            write(.request(id: .number(id), method: method, params: RPCCoding.encode(params)))
         }
         do {
             return try RPCCoding.decode(Result.self, from: raw)
@@ -106,12 +105,18 @@ actor PluginConnection {
     /// Sends a notification.
     func notify(_ method: String, _ params: some Encodable & Sendable) throws {
         if let failure { throw failure }
-        do {
-            try writer.send(.notification(method: method, params: RPCCoding.encode(params)))
-        } catch {
-            throw fail(PluginError.protocolViolation(plugin: name, reason: "\(error)"))
+        write(.notification(method: method, params: RPCCoding.encode(params)))
+    }
+
+    /// Writes on the writer's own queue (a plugin that does not read cannot block route's threads); a write that
+    /// fails fails the connection.
+    private func write(_ message: RPCMessage) {
+        writer.enqueue(message) { [weak self, name] error in
+            Task { await self?.failWriting(PluginError.protocolViolation(plugin: name, reason: "\(error)")) }
         }
     }
+
+    private func failWriting(_ error: PluginError) { _ = fail(error) }
 
     private func timedOut(_ id: Int, method: String, seconds: Int) {
         guard pending[id] != nil else { return }
@@ -152,7 +157,7 @@ actor PluginConnection {
         case .response, .failure:
             _ = fail(PluginError.protocolViolation(plugin: name, reason: "answered a call route never made"))
         case .request(let id, let method, _):
-            try? writer.send(.failure(id: id, error: RPCError(code: RPCError.methodNotFound, message: "route has no method \(method)")))
+            write(.failure(id: id, error: RPCError(code: RPCError.methodNotFound, message: "route has no method \(method)")))
         case .notification(let method, let params):
             do {
                 try handle(method, params)
@@ -194,6 +199,7 @@ actor PluginConnection {
     private func fail(_ error: any Error) -> any Error {
         if let failure { return failure }
         failure = error
+        working.withLock { $0 = false }
         for (_, call) in pending { call.continuation.resume(throwing: error) }
         pending = [:]
         alive.send(false)
@@ -205,7 +211,7 @@ actor PluginConnection {
     }
 
     /// Whether it still works.
-    var isAlive: Bool { failure == nil }
+    nonisolated var isAlive: Bool { working.withLock { $0 } }
 
     /// Returns when the connection has failed, throwing why; throws `CancellationError` when cancelled first.
     nonisolated func failed() async throws {
@@ -233,10 +239,9 @@ actor PluginConnection {
                     let events = ssdp.subscribe(targets: info.features.ssdp)
                     group.addTask { for await event in events { try await self.notify(PluginMethod.ssdp, SSDPParams(event)) } }
                 }
-                group.addTask { try await self.failed() }
                 let _: Nothing = try await self.call(PluginMethod.discoveryStart, Nothing())
-                try await group.next()
-                group.cancelAll()
+                // Until the plugin fails (throws why) or discovery is cancelled; the forwarding ends with it.
+                try await self.failed()
             }
         } catch is CancellationError {
             devicesSink = nil

@@ -19,6 +19,7 @@ final class PluginProcess: Sendable {
     private struct State {
         var status: Int32?
         var lastWords: String?
+        var terminating = false
     }
 
     private init(pid: pid_t, input: Int32, output: Int32, name: String) {
@@ -37,34 +38,49 @@ final class PluginProcess: Sendable {
         let result = route_plugin_spawn(path, &input, &output, &errors, &pid)
         guard result == 0 else { throw PluginError.cannotStart(path: path, reason: String(cString: strerror(result))) }
         let process = PluginProcess(pid: pid, input: input, output: output, name: name)
+        live.withLock { _ = $0.insert(pid) }
         process.readErrors(from: errors, into: log)
         return process
     }
 
-    /// Reads the plugin's stderr line by line into the log, at most `LogLimiter`'s rate, on a thread that ends
-    /// when the plugin closes it.
+    /// Reads the plugin's stderr line by line into the log, at most `LogLimiter`'s rate and `maxLine` bytes a
+    /// line (a longer one is cut), on a thread that ends when the plugin closes it.
     private func readErrors(from fd: Int32, into log: RouteLog) {
         let thread = Thread { [self] in
-            let file = fdopen(fd, "r")
-            defer { fclose(file) }
+            defer { close(fd) }
             var limiter = LogLimiter()
-            var line: UnsafeMutablePointer<CChar>? = nil
-            var capacity = 0
-            defer { free(line) }
-            while getline(&line, &capacity, file) >= 0, let line {
-                let text = String(decoding: UnsafeRawBufferPointer(start: line, count: strlen(line)), as: UTF8.self)
-                    .trimmingCharacters(in: .newlines)
-                guard !text.isEmpty else { continue }
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            func emit(_ bytes: some Collection<UInt8>) {
+                let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !text.isEmpty else { return }
                 state.withLock { $0.lastWords = text }
                 limiter.pass(now: .now) { dropped in
                     if dropped > 0 { log(.notice, "\(name): (\(dropped) lines from the plugin were dropped: too many)") }
                     log(.notice, "\(name): \(text)")
                 }
             }
+            while true {
+                let count = read(fd, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                for byte in buffer[0..<count] {
+                    if byte == UInt8(ascii: "\n") {
+                        emit(pending)
+                        pending.removeAll(keepingCapacity: true)
+                    } else if pending.count < Self.maxLine {
+                        pending.append(byte)
+                    }
+                }
+            }
+            emit(pending)
         }
         thread.name = "plugin-\(name)-stderr"
         thread.start()
     }
+
+    /// The longest stderr line kept (the rest of a longer one is dropped).
+    static let maxLine = 4000
 
     /// The last line it wrote to stderr, if any (a crash's last words).
     var lastWords: String? { state.withLock { $0.lastWords } }
@@ -86,16 +102,25 @@ final class PluginProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let how = ended() { return how }
-            try? await Task.sleep(for: .milliseconds(10))
+            // A cancelled task's sleep returns at once: do not spin.
+            if (try? await Task.sleep(for: .milliseconds(10))) == nil { usleep(10_000) }
         }
         return ended()
     }
 
-    /// Ends it now: SIGTERM to its group, SIGKILL after `grace`; reaps it and closes the pipes.
+    /// Ends it now: SIGTERM to its group, SIGKILL after `grace` (at once when the calling task is cancelled);
+    /// reaps it and closes its stdin. Safe to call more than once, from any task: only the first does it. (Its
+    /// stdout is closed by the thread that reads it.)
     func terminate(grace: Duration = .milliseconds(500)) async {
+        let first = state.withLock { state -> Bool in
+            defer { state.terminating = true }
+            return !state.terminating
+        }
+        guard first else { return }
         if ended() == nil {
             kill(-pid, SIGTERM)
-            if await waitForExit(timeout: grace) == nil {
+            let gone = Task.isCancelled ? nil : await waitForExit(timeout: grace)
+            if gone == nil {
                 kill(-pid, SIGKILL)
                 _ = await waitForExit(timeout: .seconds(2))
             }
@@ -103,7 +128,16 @@ final class PluginProcess: Sendable {
         // Whatever is left of its group (a shell plugin's children) goes too.
         kill(-pid, SIGKILL)
         close(input)
-        close(output)
+        PluginProcess.live.withLock { _ = $0.remove(pid) }
+    }
+
+    /// The process groups of plugins started and not yet terminated.
+    static let live = Mutex<Set<pid_t>>([])
+
+    /// Kills every plugin still running, at once (route is exiting: a plugin that ignores the end of its
+    /// stdin must not outlive it).
+    static func killAll() {
+        for pid in live.withLock({ $0 }) { kill(-pid, SIGKILL) }
     }
 
     private static func describe(_ status: Int32) -> String {

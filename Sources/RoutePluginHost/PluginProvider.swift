@@ -25,6 +25,10 @@ public final class PluginProvider: RouteProvider {
 
     public var path: String? { executable }
 
+    /// Kills every plugin process still running, at once: for a process about to exit, so that a plugin that
+    /// ignores the end of its stdin cannot outlive it.
+    public static func killAll() { PluginProcess.killAll() }
+
     /// From 1 s doubling to 5 min; after 5 failures in 3 minutes, not again until its file changes.
     public var restartPolicy: RestartPolicy {
         let path = executable
@@ -85,7 +89,8 @@ actor PluginSupervisor {
     func acquire(log: RouteLog) async throws -> PluginConnection {
         stopping?.cancel()
         stopping = nil
-        if let connection, await connection.isAlive {
+        // No suspension between this check and counting the user: a stop that is due cannot slip in between.
+        if let connection, connection.isAlive {
             users += 1
             return connection
         }

@@ -59,28 +59,67 @@ actor PluginServer {
         self.writer = writer
     }
 
-    /// Handles messages in order until the stream ends or the host says `exit`.
+    /// Handles messages until the stream ends or the host says `exit`. Calls on one session are answered one at a
+    /// time, in order; calls on different sessions, and the rest, do not wait for each other (a slow load on one
+    /// device must not hold a pause on another past its deadline).
     func serve(_ messages: AsyncThrowingStream<Result<RPCMessage, RPCError>, any Error>) async {
-        do {
-            reading: for try await message in messages {
-                switch message {
-                case .failure(let error): send(.failure(id: nil, error: error))
-                case .success(.request(let id, let method, let params)):
-                    do {
-                        send(.response(id: id, result: try await answer(method, params)))
-                    } catch {
-                        send(.failure(id: id, error: RPCError(error)))
+        await withTaskGroup(of: Void.self) { group in
+            do {
+                reading: for try await message in messages {
+                    switch message {
+                    case .failure(let error): send(.failure(id: nil, error: error))
+                    case .success(.request(let id, let method, let params)):
+                        if method.hasPrefix("session/"), let session = try? RPCCoding.decode(SessionParams.self, from: params).session {
+                            queue(for: session, in: &group).yield((id, method, params))
+                        } else if method == PluginMethod.initialize || method == PluginMethod.shutdown {
+                            await respond(id, method, params)
+                        } else {
+                            group.addTask { await self.respond(id, method, params) }
+                        }
+                    case .success(.notification(let method, let params)):
+                        if method == PluginMethod.exit { break reading }
+                        notified(method, params)
+                    case .success: break
                     }
-                case .success(.notification(let method, let params)):
-                    if method == PluginMethod.exit { break reading }
-                    notified(method, params)
-                case .success: break
                 }
+            } catch {
+                log("error", "route's channel broke: \(error)")
             }
-        } catch {
-            log("error", "route's channel broke: \(error)")
+            for queue in queues.values { queue.finish() }
+            queues = [:]
+            group.cancelAll()
         }
         await closeAll()
+    }
+
+    /// A call waiting for its session's earlier calls.
+    private typealias Call = (id: RPCID, method: String, params: Data?)
+    private var queues: [String: AsyncStream<Call>.Continuation] = [:]
+
+    /// The queue of `session`'s calls, started on its first call and ended after `session/close`.
+    private func queue(for session: String, in group: inout TaskGroup<Void>) -> AsyncStream<Call>.Continuation {
+        if let queue = queues[session] { return queue }
+        let (calls, queue) = AsyncStream<Call>.makeStream()
+        queues[session] = queue
+        group.addTask {
+            for await call in calls {
+                await self.respond(call.id, call.method, call.params)
+                if call.method == PluginMethod.close { await self.endQueue(session) }
+            }
+        }
+        return queue
+    }
+
+    private func endQueue(_ session: String) {
+        queues.removeValue(forKey: session)?.finish()
+    }
+
+    private func respond(_ id: RPCID, _ method: String, _ params: Data?) async {
+        do {
+            send(.response(id: id, result: try await answer(method, params)))
+        } catch {
+            send(.failure(id: id, error: RPCError(error)))
+        }
     }
 
     private func answer(_ method: String, _ params: Data?) async throws -> Data {

@@ -10,12 +10,21 @@ public final class FrameWriter: Sendable {
     private let lock = Mutex(())
     /// How long a write may wait for the reader to make room in the pipe.
     private let timeout: Duration
+    private let queue = DispatchQueue(label: "route.plugin.writer")
 
     /// A writer on `fd` (made non-blocking here, so that a reader that never reads cannot hang a writer).
     public init(fd: Int32, timeout: Duration = .seconds(5)) {
         self.fd = fd
         self.timeout = timeout
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// Writes `message` as one frame on the writer's own queue, in order, without blocking the caller; a failure
+    /// (the other end gone, or not reading for `timeout`) goes to `failed`.
+    public func enqueue(_ message: RPCMessage, failed: @escaping @Sendable (ChannelError) -> Void) {
+        queue.async { [self] in
+            do { try send(message) } catch let error as ChannelError { failed(error) } catch {}
+        }
     }
 
     /// Writes `message` as one frame.
@@ -57,21 +66,34 @@ public enum ChannelError: Error, Equatable, CustomStringConvertible {
 
 /// Reads framed messages from a pipe.
 public enum FrameReader {
+    /// How many parsed messages may wait for the consumer before the reading thread waits too (and the writer,
+    /// its pipe full, with it): a plugin that floods cannot grow route's memory.
+    static let backlog = 64
+
     /// The messages on `fd` (read on a thread named `name` until end of file, which finishes the stream), each
     /// parsed, or the reason a body is not a JSON-RPC message. The stream throws at the first thing that is not
-    /// a frame: nothing after it can be trusted. The thread ends at end of file; the descriptor stays open.
+    /// a frame: nothing after it can be trusted. The thread closes `fd` when it ends, and ends when the consumer
+    /// stops listening.
     public static func messages(from fd: Int32, name: String) -> AsyncThrowingStream<Result<RPCMessage, RPCError>, any Error> {
-        let (stream, sink) = AsyncThrowingStream<Result<RPCMessage, RPCError>, any Error>.makeStream()
+        let (stream, sink) = AsyncThrowingStream<Result<RPCMessage, RPCError>, any Error>.makeStream(bufferingPolicy: .bufferingOldest(backlog))
+        let listening = Mutex(true)
+        sink.onTermination = { _ in listening.withLock { $0 = false } }
         let thread = Thread {
+            defer { close(fd) }
             var decoder = FrameDecoder()
             var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
+            while listening.withLock({ $0 }) {
                 let count = read(fd, &buffer, buffer.count)
                 if count < 0, errno == EINTR { continue }
                 guard count > 0 else { sink.finish(); return }
                 do {
                     for body in try decoder.feed(Data(buffer[0..<count])) {
-                        sink.yield(Result { () throws(RPCError) in try RPCMessage(parsing: body) })
+                        var message = Result { () throws(RPCError) in try RPCMessage(parsing: body) }
+                        // A full backlog: wait for the consumer rather than drop a message.
+                        while case .dropped(let again) = sink.yield(message), listening.withLock({ $0 }) {
+                            message = again
+                            usleep(1000)
+                        }
                     }
                 } catch {
                     sink.finish(throwing: error)

@@ -45,23 +45,26 @@ public struct FrameDecoder: Sendable {
     /// - Throws: `FramingError` at the first thing that is not a frame.
     public mutating func feed(_ bytes: Data) throws(FramingError) -> [Data] {
         buffer.append(bytes)
+        // Cut from a slice (no copy per message); what is left is kept once, at the end.
+        var rest = buffer[...]
+        defer { buffer = Data(rest) }
         var bodies: [Data] = []
         while true {
             if let length = expected {
-                guard buffer.count >= length else { break }
-                bodies.append(Data(buffer.prefix(length)))
-                buffer = Data(buffer.dropFirst(length))
+                guard rest.count >= length else { break }
+                bodies.append(Data(rest.prefix(length)))
+                rest = rest.dropFirst(length)
                 expected = nil
                 continue
             }
-            guard let end = buffer.range(of: Data("\r\n\r\n".utf8)) else {
-                if buffer.count > PluginFraming.maxHeaderBytes { throw .badHeader("no blank line after \(buffer.count) bytes") }
-                try Self.checkPartialHeader(buffer)
+            guard let end = rest.range(of: Data("\r\n\r\n".utf8)) else {
+                if rest.count > PluginFraming.maxHeaderBytes { throw .badHeader("no blank line after \(rest.count) bytes") }
+                try Self.checkPartialHeader(Data(rest))
                 break
             }
-            let header = buffer[buffer.startIndex..<end.lowerBound]
-            buffer = Data(buffer[end.upperBound...])
-            expected = try Self.contentLength(in: header)
+            let header = rest[rest.startIndex..<end.lowerBound]
+            rest = rest[end.upperBound...]
+            expected = try Self.contentLength(in: Data(header))
         }
         return bodies
     }

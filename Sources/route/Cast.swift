@@ -3,6 +3,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import RoutePluginHost
 
 enum Cast {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
@@ -49,6 +50,7 @@ enum Cast {
             if interrupted.isSet {
                 keys?.restore()
                 printError("route cast: interrupted again; exiting without waiting for \(device.name)", overStatus: true)
+                PluginProvider.killAll()
                 exit(ExitCode.interrupted.rawValue)
             }
             interrupted.set()

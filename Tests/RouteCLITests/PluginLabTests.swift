@@ -55,6 +55,20 @@ extension LabTests {
             }
         }
 
+        @Test func anotherMPDClientStoppingTheCastEndsItAndRouteLeavesMPDAlone() async throws {
+            try await withMPD { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 30), second = try await sandbox.wav("second.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", first, second, "--to", "Kitchen"], environment: Self.kitchen)
+                try await Lab.until("mpc says playing", within: 10) { try MPC.status().contains("[playing]") }
+                _ = try MPC.run("stop")
+                let result = await casting.finish(within: 10)
+                #expect(result.status != 0, "\(result)")
+                #expect(result.stderr.contains("replaced by another controller (another MPD client stopped it)"), "\(result.stderr)")
+                #expect(!result.stdout.contains("second"), "the second file is not loaded over the other client: \(result.stdout)")
+                #expect(!(try MPC.status().contains("[playing]")))
+            }
+        }
+
         @Test func badAndUnreachableListedServersAreSkipped() async throws {
             try await withMPD { sandbox in
                 let environment = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "no port here=, Kitchen=10.77.0.2:6600, Gone=10.77.0.2:6601"]
@@ -148,6 +162,32 @@ extension LabTests {
                 #expect(faulty.path == Self.testPlugins + "/route-provider-faulty")
                 #expect(states.first { $0.name == "local" }?.state == .running, "the other providers go on: \(states)")
                 #expect(result.stderr.contains("faulty failed: the faulty plugin"), "\(result.stderr)")
+            }
+        }
+
+        @Test func aPluginThatIgnoresTheEndOfItsInputDoesNotOutliveRoute() async throws {
+            try await inSandbox { sandbox in
+                let pidfile = sandbox.root + "/plugin.pid"
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "immortal",
+                                   "ROUTE_TEST_PLUGIN_PIDFILE": pidfile, "ROUTE_PROVIDERS": "faulty,local"]
+                let result = try await sandbox.run(["devices", "--timeout", "1"], environment: environment)
+                #expect(result.status == 0, "\(result)")
+                let pid = try #require(Int32(try String(contentsOfFile: pidfile, encoding: .utf8)))
+                try await Lab.until("the plugin is gone with route", within: 3) {
+                    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                    return stat.isEmpty || stat.contains(") Z ")
+                }
+            }
+        }
+
+        @Test func aPluginsEndlessStderrLineIsCut() async throws {
+            try await inSandbox { sandbox in
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "longline", "ROUTE_PROVIDERS": "faulty,local"]
+                let result = try await sandbox.run(["providers", "--json", "--timeout", "1"], environment: environment)
+                let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(result.stdout.utf8))
+                #expect(states.first { $0.name == "faulty" }?.state == .running, "\(states)")
+                let longest = result.stderrLines.map(\.count).max() ?? 0
+                #expect(longest > 1000 && longest < 4200, "\(longest) characters")
             }
         }
 
