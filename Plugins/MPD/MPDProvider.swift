@@ -69,7 +69,23 @@ final class MPDProvider: RouteProvider {
         }
     }
 
-    func route(at address: String, context: ProviderContext) async throws -> MediaRoute? { nil }
+    /// `mpd://HOST[:PORT]`, or `HOST:6600` (MPD's own port): asked directly, without discovery.
+    func route(at address: String, context: ProviderContext) async throws -> MediaRoute? {
+        let text: String
+        if address.hasPrefix("mpd://") {
+            text = String(address.dropFirst("mpd://".count)).trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        } else if address.hasSuffix(":6600"), !address.contains("/") {
+            text = address
+        } else {
+            return nil
+        }
+        guard var server = MPDServer(address: text) else { return nil }
+        server.name = "MPD at \(server.host):\(server.port)"
+        guard let route = await Self.probe(server, log: context.log) else {
+            throw RouteError.deviceUnreachable(device: address, reason: "no MPD answers at \(server.host):\(server.port)")
+        }
+        return route
+    }
 
     func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
         guard let server = MPDServer(address: route.nativeID) else {

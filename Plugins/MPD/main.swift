@@ -2,4 +2,4 @@
 
 import RoutePluginKit
 
-await RoutePlugin.serve(MPDProvider(), version: "1.0", features: PluginFeatures(dnssd: ["_mpd._tcp"], queue: true, volume: true))
+await RoutePlugin.serve(MPDProvider(), version: "1.0", features: PluginFeatures(dnssd: ["_mpd._tcp"], queue: true, volume: true, resolve: true))

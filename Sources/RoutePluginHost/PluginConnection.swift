@@ -35,6 +35,7 @@ actor PluginConnection {
     static func timeout(for method: String) -> Duration {
         switch method {
         case PluginMethod.open, PluginMethod.load, PluginMethod.next: return .seconds(30)
+        case PluginMethod.resolve: return .seconds(10)
         case PluginMethod.initialize, PluginMethod.discoveryStart, PluginMethod.discoveryStop: return .seconds(5)
         case PluginMethod.shutdown: return .seconds(1)
         default: return .seconds(10)
@@ -248,6 +249,13 @@ actor PluginConnection {
             let _: Nothing? = try? await call(PluginMethod.discoveryStop, Nothing())
             throw CancellationError()
         }
+    }
+
+    /// The device the plugin finds at `address`, when it answers `device/resolve` and speaks to that address.
+    func resolve(_ address: String) async throws -> WireDevice? {
+        guard info?.features.resolve == true else { return nil }
+        let result: ResolveResult = try await call(PluginMethod.resolve, ResolveParams(address: address))
+        return result.device
     }
 
     /// Opens a session on `route`'s device; its statuses go to `statuses`.

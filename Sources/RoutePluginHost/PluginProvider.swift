@@ -47,8 +47,29 @@ public final class PluginProvider: RouteProvider {
         await supervisor.release()
     }
 
-    /// Plugins are reached through their discovery only.
-    public func route(at address: String, context: ProviderContext) async throws -> MediaRoute? { nil }
+    /// Asks the plugin, when it answers `device/resolve` (starting it for that); nil from one that does not.
+    public func route(at address: String, context: ProviderContext) async throws -> MediaRoute? {
+        let connection: PluginConnection
+        do {
+            connection = try await supervisor.acquire(log: context.log)
+        } catch {
+            // A broken plugin is not a reason to fail an address other providers might have reached.
+            context.log(.error, "\(error)")
+            return nil
+        }
+        do {
+            let result = try await connection.resolve(address)
+            await supervisor.release()
+            return result?.route(provider: name)
+        } catch let error as RPCError {
+            await supervisor.release()
+            throw error.routeError(device: address, command: "resolve")
+        } catch {
+            await supervisor.release()
+            context.log(.error, "\(error)")
+            return nil
+        }
+    }
 
     public func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
         let connection: PluginConnection

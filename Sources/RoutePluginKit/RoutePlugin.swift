@@ -144,6 +144,10 @@ actor PluginServer {
         case PluginMethod.discoveryStop:
             discovery?.cancel()
             discovery = nil
+        case PluginMethod.resolve:
+            let resolve = try RPCCoding.decode(ResolveParams.self, from: params)
+            let route = try await provider.route(at: resolve.address, context: context)
+            return RPCCoding.encode(ResolveResult(device: route.map(WireDevice.init)))
         case PluginMethod.open:
             let open = try RPCCoding.decode(OpenParams.self, from: params)
             try await self.open(open)

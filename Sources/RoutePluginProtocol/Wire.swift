@@ -16,6 +16,7 @@ public enum PluginMethod {
     public static let discoveryStop = "discovery/stop"
     public static let dnssd = "discovery/dnssd"
     public static let ssdp = "discovery/ssdp"
+    public static let resolve = "device/resolve"
     public static let devices = "devices"
     public static let log = "log"
     public static let open = "session/open"
@@ -92,14 +93,18 @@ public struct PluginFeatures: Codable, Sendable, Equatable {
     public var volume: Bool
     /// Whether its devices show WebVTT subtitles (items then carry `subtitlesURL`).
     public var subtitles: Bool
+    /// Whether it answers `device/resolve`: a device at an address the user typed (`--to mpd://HOST`).
+    public var resolve: Bool
 
     /// Features; everything off by default.
-    public init(dnssd: [String] = [], ssdp: [String] = [], queue: Bool = false, volume: Bool = false, subtitles: Bool = false) {
+    public init(dnssd: [String] = [], ssdp: [String] = [], queue: Bool = false, volume: Bool = false, subtitles: Bool = false,
+                resolve: Bool = false) {
         self.dnssd = dnssd
         self.ssdp = ssdp
         self.queue = queue
         self.volume = volume
         self.subtitles = subtitles
+        self.resolve = resolve
     }
 
     public init(from decoder: any Decoder) throws {
@@ -109,6 +114,7 @@ public struct PluginFeatures: Codable, Sendable, Equatable {
         queue = try c.decodeIfPresent(Bool.self, forKey: .queue) ?? false
         volume = try c.decodeIfPresent(Bool.self, forKey: .volume) ?? false
         subtitles = try c.decodeIfPresent(Bool.self, forKey: .subtitles) ?? false
+        resolve = try c.decodeIfPresent(Bool.self, forKey: .resolve) ?? false
     }
 }
 
@@ -183,6 +189,22 @@ public struct WireDevice: Codable, Sendable, Equatable {
     }
 
     static let capabilityNames: [(String, MediaDevice.Capabilities)] = [("audio", .audio), ("video", .video), ("image", .image)]
+}
+
+/// `device/resolve` parameters: an address the user gave (`--to ADDRESS`).
+public struct ResolveParams: Codable, Sendable {
+    public var address: String
+
+    /// Parameters.
+    public init(address: String) { self.address = address }
+}
+
+/// `device/resolve` result: the device at the address, or none when the address is not one the plugin speaks to.
+public struct ResolveResult: Codable, Sendable {
+    public var device: WireDevice?
+
+    /// A result.
+    public init(device: WireDevice?) { self.device = device }
 }
 
 /// `devices` parameters: the plugin's whole device list now.

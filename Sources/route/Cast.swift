@@ -238,7 +238,8 @@ enum DeviceChoice {
     /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
     /// it is matched against the addresses of the devices discovery finds.)
     static func looksLikeAddress(_ text: String) -> Bool {
-        if text.hasPrefix("http://") || text.hasPrefix("https://") { return true }
+        // http(s):// is a UPnP description; another scheme (mpd://) is a plugin's address.
+        if text.contains("://"), !text.contains(" ") { return true }
         return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
     }
 }

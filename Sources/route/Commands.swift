@@ -180,7 +180,7 @@ enum CommonOptions {
                                       help: "comma-separated providers to run (built in: local, cast, upnp; plus plugins, see `route providers`); default all")
     static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
     static let to = OptionSpec(name: "to", value: "DEVICE",
-                               help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL)")
+                               help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL, mpd://HOST)")
     static let json = OptionSpec(name: "json", value: nil, help: "print JSON for scripts")
 
     static func timeout(_ parsed: ParsedArguments) throws -> Double {

@@ -49,6 +49,7 @@ enum Targets {
             case .response(_, let result):
                 _ = try? RPCCoding.decode(InitializeResult.self, from: result)
                 _ = try? RPCCoding.decode(DoneResult.self, from: result)
+                if let resolved = try? RPCCoding.decode(ResolveResult.self, from: result) { _ = resolved.device?.route(provider: "fuzz") }
             case .failure(_, let error):
                 _ = error.routeError(device: "fuzz", command: "play").description
             }

@@ -69,6 +69,21 @@ extension LabTests {
             }
         }
 
+        @Test func anMPDAddressIsCastToWithoutDiscoveryThroughThePlugin() async throws {
+            try await withMPD { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                // Every provider: Cast and UPnP pass on the address, the plugin answers device/resolve.
+                let every = ["ROUTE_PROVIDERS": "local,cast,upnp,mpd"]
+                let casting = try sandbox.start(["cast", wav, "--to", "mpd://10.77.0.2"], environment: every)
+                try await Lab.until("mpc says playing", within: 10) { try MPC.status().contains("[playing]") }
+                #expect(try await sandbox.run(["stop", "--to", "MPD at 10.77.0.2:6600"]).status == 0)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 0, "\(result)")
+                let nobody = try await sandbox.run(["cast", wav, "--to", "mpd://10.77.0.2:6601"], environment: every)
+                #expect(nobody.status != 0 && nobody.stderr.contains("no MPD answers at 10.77.0.2:6601"), "\(nobody)")
+            }
+        }
+
         @Test func badAndUnreachableListedServersAreSkipped() async throws {
             try await withMPD { sandbox in
                 let environment = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "no port here=, Kitchen=10.77.0.2:6600, Gone=10.77.0.2:6601"]
