@@ -5,6 +5,7 @@ import Foundation
 import RouteCore
 import RoutePluginHost
 @testable import RoutePluginProtocol
+import Synchronization
 import Testing
 
 @Suite struct FramingTests {
@@ -122,5 +123,44 @@ import Testing
         let found = PluginLocator.find(in: directories)
         #expect(found.map(\.name) == ["one", "two", "four"])
         #expect(found.first?.path == root + "/a/route-provider-one")
+    }
+}
+
+/// The host and RoutePluginKit together, without a network: the bench's echo plugin (a trivial provider on the kit,
+/// which prints to stdout as careless plugins do) started by a PluginProvider.
+@Suite(.timeLimit(.minutes(1))) struct KitAndHostTests {
+    static let echo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/debug/route-plugin-bench").path
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"))
+    func aSwiftPluginPublishesAndIsControlledThroughTheHost() async throws {
+        setenv("ROUTE_BENCH_SERVE", "1", 1)
+        let provider = PluginProvider(name: "echo", path: Self.echo)
+        let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
+        let versions = Mutex<[String]>([])
+        let context = ProviderContext(log: .discard, discovery: .none, publish: { sink.yield($0) },
+                                      version: { version in versions.withLock { $0.append(version) } })
+        // If the plugin fails (its print reached the channel), discovery ends and so do the snapshots.
+        let discovery = Task {
+            defer { sink.finish() }
+            try await provider.run(context)
+        }
+        var first: [MediaRoute] = []
+        for await routes in snapshots { first = routes; break }
+        if first.isEmpty { Issue.record("no snapshot: \(await discovery.result)") }
+        #expect(first.map(\.id) == ["echo:echo-1"] && first.first?.name == "Echo", "the print went to stderr, not the channel")
+        #expect(versions.withLock { $0 } == ["bench"])
+        let route = try #require(first.first)
+        let controller = try await provider.controller(for: route, context: context)
+        try await controller.load(MediaItem(url: "http://127.0.0.1:9/x", mimeType: "audio/flac"), autoplay: true)
+        try await controller.pause()
+        try await controller.seek(to: 3)
+        #expect(try await controller.setNext(MediaItem(url: "http://127.0.0.1:9/y", mimeType: "audio/flac")) == false)
+        var statuses = controller.statusUpdates().makeAsyncIterator()
+        #expect(await statuses.next()?.state == .idle)
+        await controller.close()
+        await #expect(throws: RouteError.self) { try await controller.play() }
+        discovery.cancel()
+        _ = await discovery.result
     }
 }

@@ -15,6 +15,9 @@ final class EchoProvider: RouteProvider {
                                   capabilities: .audio, volumeControl: .absolute, accepts: .anything)
 
     func run(_ context: ProviderContext) async throws {
+        // A stray print, as plugin authors write them: RoutePluginKit must keep it off the channel.
+        print("echo: discovering")
+        fflush(nil)
         context.publish([Self.route])
         try await Task.sleep(for: .seconds(86400))
     }
