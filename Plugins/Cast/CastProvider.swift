@@ -38,7 +38,7 @@ public struct CastProvider: RouteProvider {
                 // device shares) once something has talked to it.
                 if NeighbourTable.mac(for: service.address) == nil { await CastReceiver.touch(service) }
             case .removed(let name, let type, let domain, let interface):
-                services[DNSSDService(name: name, type: type, domain: domain, host: "", address: "", port: 0, interface: interface).key] = nil
+                services[DNSSDService.key(name: name, type: type, domain: domain, interface: interface)] = nil
             case .unavailable:
                 services = [:]
             case .available:

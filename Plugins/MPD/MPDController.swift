@@ -77,12 +77,13 @@ final class MPDController: RouteController {
                 let since = lostSince ?? .now
                 lostSince = since
                 if ContinuousClock.now - since > Self.unreachableAfter {
+                    let reason = "MPD at \(host):\(port) stopped answering: \(error)"
                     var status = statuses.latest ?? PlaybackStatus(state: .idle)
-                    status.error = "MPD at \(host):\(port) stopped answering: \(error)"
+                    status.error = reason
                     status.end(.failed, because: .deviceGone)
                     status.timestamp = Date()
                     statuses.send(status)
-                    throw RouteError.deviceUnreachable(device: route.name, reason: "MPD at \(host):\(port) stopped answering: \(error)")
+                    throw RouteError.deviceUnreachable(device: route.name, reason: reason)
                 }
                 try await Task.sleep(for: .milliseconds(500))
             }

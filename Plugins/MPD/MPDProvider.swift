@@ -27,8 +27,7 @@ final class MPDProvider: RouteProvider {
                             let server = MPDServer(name: service.name, host: service.address, port: service.port, source: service.key)
                             table.found(server, route: await Self.probe(server, log: context.log))
                         case .removed(let name, let type, let domain, let interface):
-                            table.removed(source: DNSSDService(name: name, type: type, domain: domain, host: "", address: "", port: 0,
-                                                               interface: interface).key)
+                            table.removed(source: DNSSDService.key(name: name, type: type, domain: domain, interface: interface))
                         case .unavailable: table.removeAll { !$0.hasPrefix("listed:") }
                         case .available: break
                         }

@@ -75,7 +75,12 @@ public struct DNSSDService: Sendable, Hashable, Codable {
     }
 
     /// What names one instance across resolutions: name, type, domain and interface.
-    public var key: String { "\(interface)/\(type)/\(domain)/\(name)" }
+    public var key: String { Self.key(name: name, type: type, domain: domain, interface: interface) }
+
+    /// The key of the instance with these names (what a `removed` event names).
+    public static func key(name: String, type: String, domain: String, interface: Int32) -> String {
+        "\(interface)/\(type)/\(domain)/\(name)"
+    }
 }
 
 /// What DNS-SD reports to a subscriber.

@@ -57,15 +57,13 @@ public final class PluginProvider: RouteProvider {
             context.log(.error, "\(error)")
             return nil
         }
-        do {
-            let result = try await connection.resolve(address)
-            await supervisor.release()
-            return result?.route(provider: name)
-        } catch let error as RPCError {
-            await supervisor.release()
-            throw error.routeError(device: address, command: "resolve")
-        } catch {
-            await supervisor.release()
+        let result: Result<WireDevice?, any Error>
+        do { result = .success(try await connection.resolve(address)) } catch { result = .failure(error) }
+        await supervisor.release()
+        switch result {
+        case .success(let device): return device?.route(provider: name)
+        case .failure(let error as RPCError): throw error.routeError(device: address, command: "resolve")
+        case .failure(let error):
             context.log(.error, "\(error)")
             return nil
         }

@@ -299,7 +299,7 @@ final class DNSSDRelay: DNSSDDiscovery {
             switch event {
             case .found(let service): services[service.key] = service
             case .removed(let name, let type, let domain, let interface):
-                services[DNSSDService(name: name, type: type, domain: domain, host: "", address: "", port: 0, interface: interface).key] = nil
+                services[DNSSDService.key(name: name, type: type, domain: domain, interface: interface)] = nil
             case .unavailable: services = [:]
             case .available: break
             }
