@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "CastProvider", targets: ["CastProvider"]),
         .library(name: "RoutePluginHost", targets: ["RoutePluginHost"]),
         .library(name: "RoutePluginKit", targets: ["RoutePluginKit"]),
+        .library(name: "NowPlaying", targets: ["NowPlaying"]),
         .executable(name: "route-provider-mpd", targets: ["route-provider-mpd"]),
     ],
     targets: [
@@ -61,8 +62,10 @@ let package = Package(
         // bench/plugins: the plugin host's start-up and round-trip costs.
         .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",
                           swiftSettings: swift6),
+        // Media sessions published to the desktop (MPRIS over GDBus).
+        .target(name: "NowPlaying", dependencies: ["RouteCore", "RouteGLib"], swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
-                                                        "RoutePluginHost"], swiftSettings: swift6),
+                                                        "RoutePluginHost", "NowPlaying"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
         .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol"],

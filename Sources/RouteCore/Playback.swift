@@ -33,6 +33,9 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public var muted: Bool?
     /// The item's title, if known.
     public var title: String?
+    /// The item's artist and album, when the device says (metadata of a session another controller started).
+    public var artist: String?
+    public var album: String?
     /// What went wrong, when `state == .failed`.
     public var error: String?
     /// The URL of the item the device is playing (changes when it moves on to a queued next item).

@@ -77,6 +77,11 @@ enum Cast {
             }
             printer.finish()
         }
+        // On the desktop's media controls while it plays; off the bus when the cast ends.
+        let published = Task { @MainActor in
+            await CastPublication.run(session, probes: probes) { printError("route cast: \($0)", overStatus: true) }
+        }
+        defer { published.cancel() }
         do {
             try await session.run()
         } catch {

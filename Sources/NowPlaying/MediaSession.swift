@@ -1,0 +1,151 @@
+// MediaSession: publishes one MediaSessionRepresentable to the desktop (an MPRIS player on the session bus)
+// for as long as it runs, following every change of the model through Observation.
+
+import Foundation
+import Observation
+import RouteCore
+import RouteGLib
+
+/// Why a session cannot be published.
+public enum NowPlayingError: Error, CustomStringConvertible {
+    /// There is no session bus to publish on (a shell over SSH, a system service): playback goes on without
+    /// desktop controls.
+    case noSessionBus(String)
+    /// The bus refused the player's name or object.
+    case refused(String)
+
+    public var description: String {
+        switch self {
+        case .noSessionBus(let reason): return "desktop media controls are off: \(reason)"
+        case .refused(let reason): return "desktop media controls are off: \(reason)"
+        }
+    }
+}
+
+/// Publishes a model to the desktop's media controls (GNOME's and KDE's, media keys, `playerctl`).
+///
+/// `run()` puts the session on the bus as `org.mpris.MediaPlayer2.route.<id>`, keeps it up to date with
+/// every change of the model (PropertiesChanged; Seeked when the position jumps), turns the desktop's
+/// requests into the model's commands, and takes it off the bus when cancelled.
+@MainActor
+public final class MediaSession {
+    /// The published model.
+    public let model: any MediaSessionRepresentable
+
+    /// A publication of `model`; nothing is published until `run()`.
+    public init(_ model: any MediaSessionRepresentable) { self.model = model }
+
+    /// The bus name this session is published under.
+    public nonisolated static func busName(for id: String) -> String { MPRISNames.busName(for: id) }
+
+    private static let connecting = BlockingThreads(name: "route-dbus-connect", count: 1)
+
+    /// Publishes until cancelled.
+    /// - Throws: `NowPlayingError` when there is no session bus or it refuses the player.
+    public func run() async throws {
+        let bus: DBusConnection
+        do {
+            bus = try await Self.connecting.run(timeout: .seconds(5), timedOut: { DBusError("the session bus did not answer within 5 s") }) {
+                try DBusConnection.session()
+            }
+        } catch {
+            throw NowPlayingError.noSessionBus("\(error)")
+        }
+        let id = model.id
+        let name = MPRISNames.busName(for: id)
+        let player = MPRISPlayer(bus: bus, state: Self.state(of: model)) { [weak self] request in
+            try await self?.perform(request)
+        }
+        let registration: DBusRegistration
+        do {
+            registration = try bus.export(path: MPRISPlayer.path, introspectionXML: MPRISNames.introspection, handler: player)
+            try bus.requestName(name)
+        } catch {
+            throw NowPlayingError.refused("\(error)")
+        }
+        MediaSessions.published.append(id)
+        defer {
+            MediaSessions.published.removeAll { $0 == id }
+            if MediaSessions.active == id { MediaSessions.active = nil }
+            bus.releaseName(name)
+            registration.end()
+        }
+        let model = self.model
+        await withDiscardingTaskGroup { group in
+            var artworkShown: String?
+            var wasPlaying = false
+            for await state in Observations({ Self.state(of: model) }) {
+                player.update(state)
+                if state.snapshot.isPlaying, !wasPlaying { MediaSessions.active = id }
+                wasPlaying = state.snapshot.isPlaying
+                if let artwork = model.content?.artwork, artwork.id != artworkShown {
+                    artworkShown = artwork.id
+                    group.addTask {
+                        if let url = try? await ArtworkCache.file(for: artwork) { player.setArtURL(url, for: artwork.id) }
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// What MPRIS shows of `model` now.
+    private static func state(of model: any MediaSessionRepresentable) -> MPRISState {
+        let content = model.content
+        let commands = model.commands
+        return MPRISState(
+            identity: model.displayName,
+            trackID: content.map { MPRISNames.trackID(for: $0.identifier) } ?? "/org/mpris/MediaPlayer2/TrackList/NoTrack",
+            title: content?.title, artists: content?.artists ?? [], album: content?.album,
+            length: content?.duration.seconds.map { Int64(($0 * 1_000_000).rounded()) },
+            artworkID: content?.artwork?.id, artURL: nil, snapshot: model.playbackSnapshot, volume: model.volume,
+            canPause: commands.pause.isEnabled || commands.togglePlayPause.isEnabled, canSeek: commands.seek.isEnabled,
+            canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled)
+    }
+
+    /// Carries out a desktop's request with the model's commands (a disabled one does nothing, as MPRIS asks).
+    private func perform(_ request: MPRISRequest) async throws {
+        let commands = model.commands
+        switch request {
+        case .play: try await commands.play()
+        case .pause: try await commands.pause()
+        case .playPause:
+            if commands.togglePlayPause.isEnabled { try await commands.togglePlayPause() }
+            else if model.playbackSnapshot.isPlaying { try await commands.pause() }
+            else { try await commands.play() }
+        case .stop: try await commands.stop()
+        case .next: try await commands.next()
+        case .previous: try await commands.previous()
+        case .seek(let seconds): try await commands.seek(seconds)
+        case .volume(let level): try await commands.changeVolume(level)
+        }
+    }
+}
+
+/// The sessions this process publishes, and which one is active: the one that last started playing.
+@MainActor
+public enum MediaSessions {
+    /// The ids of the sessions on the bus now, oldest first.
+    public internal(set) static var published: [String] = []
+    /// The id of the session that last started playing, while it is published.
+    public internal(set) static var active: String?
+}
+
+/// Artwork written where a desktop can open it (`mpris:artUrl` is opened as a GFile): the user's cache.
+enum ArtworkCache {
+    static let size = ArtworkSize(width: 512, height: 512)
+
+    /// The `file://` URL of the artwork's picture, written once.
+    static func file(for artwork: Artwork) async throws -> String? {
+        guard let image = try await artwork.image(for: size) else { return nil }
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.cache")
+        let directory = cache + "/route/artwork"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let ext = image.mimeType.contains("png") ? "png" : image.mimeType.contains("gif") ? "gif" : "jpg"
+        let name = String(artwork.id.unicodeScalars.prefix(64).map { CharacterSet.alphanumerics.contains($0) ? Character($0) : "_" })
+        let path = "\(directory)/\(name).\(ext)"
+        if !FileManager.default.fileExists(atPath: path) { try image.data.write(to: URL(fileURLWithPath: path), options: .atomic) }
+        return URL(fileURLWithPath: path).absoluteString
+    }
+}

@@ -1,0 +1,324 @@
+// DBus: the one place route speaks D-Bus (GDBus, in gio) — the session bus connection, owning a name,
+// exporting an object from introspection XML, and signals; GVariant never leaves this file.
+
+import CSoup
+import Foundation
+import Synchronization
+
+/// A D-Bus value of the types route exports (MPRIS needs no others).
+public enum DBusValue: Sendable, Equatable {
+    case string(String)
+    case objectPath(String)
+    case boolean(Bool)
+    case int64(Int64)
+    case uint32(UInt32)
+    case double(Double)
+    /// `as`
+    case strings([String])
+    /// `a{sv}`
+    case dictionary([String: DBusValue])
+    /// A `v` received (a property's new value in `Set`).
+    indirect case variant(DBusValue)
+
+    /// A new floating GVariant holding the value.
+    fileprivate func makeVariant() -> OpaquePointer {
+        switch self {
+        case .string(let text): return g_variant_new_string(text)
+        case .objectPath(let path): return g_variant_new_object_path(path)
+        case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
+        case .int64(let number): return g_variant_new_int64(gint64(number))
+        case .uint32(let number): return g_variant_new_uint32(number)
+        case .double(let number): return g_variant_new_double(number)
+        case .strings(let list):
+            var pointers = list.map { strdup($0) }
+            defer { pointers.forEach { free($0) } }
+            return pointers.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: max(1, buffer.count)) {
+                    g_variant_new_strv(buffer.isEmpty ? nil : $0, gssize(buffer.count))
+                }
+            }
+        case .dictionary(let entries):
+            let type = g_variant_type_new("a{sv}")
+            defer { g_variant_type_free(type) }
+            let builder = g_variant_builder_new(type)
+            defer { g_variant_builder_unref(builder) }
+            for key in entries.keys.sorted() {
+                let entry = g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(entries[key]!.makeVariant()))
+                g_variant_builder_add_value(builder, entry)
+            }
+            return g_variant_builder_end(builder)
+        case .variant(let inner): return g_variant_new_variant(inner.makeVariant())
+        }
+    }
+
+    /// The value a GVariant holds, for the types above; nil for any other.
+    fileprivate init?(_ variant: OpaquePointer) {
+        let type = String(cString: g_variant_get_type_string(variant))
+        switch type {
+        case "s": self = .string(String(cString: g_variant_get_string(variant, nil)))
+        case "o": self = .objectPath(String(cString: g_variant_get_string(variant, nil)))
+        case "b": self = .boolean(g_variant_get_boolean(variant) != 0)
+        case "x": self = .int64(Int64(g_variant_get_int64(variant)))
+        case "u": self = .uint32(g_variant_get_uint32(variant))
+        case "d": self = .double(g_variant_get_double(variant))
+        case "v":
+            let inner = g_variant_get_variant(variant)!
+            defer { g_variant_unref(inner) }
+            guard let value = DBusValue(inner) else { return nil }
+            self = .variant(value)
+        default: return nil
+        }
+    }
+
+    /// The value itself, without a `variant` wrapper.
+    public var unwrapped: DBusValue {
+        if case .variant(let inner) = self { return inner.unwrapped }
+        return self
+    }
+
+    /// A tuple of values, as method arguments and signal bodies are.
+    fileprivate static func tuple(_ values: [DBusValue]) -> OpaquePointer {
+        var children: [OpaquePointer?] = values.map { $0.makeVariant() }
+        return children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
+    }
+}
+
+/// A D-Bus error to answer a method call with: its name (`org.freedesktop.DBus.Error.NotSupported`) and words.
+public struct DBusError: Error, CustomStringConvertible {
+    public var name: String
+    public var message: String
+    /// An error reply.
+    public init(name: String = "org.freedesktop.DBus.Error.Failed", _ message: String) {
+        self.name = name
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// What an exported object does when it is called: GDBus calls these on the D-Bus loop's thread, so
+/// `property` must answer at once; `call` may take its time (the reply is sent when it returns).
+public protocol DBusObjectHandler: Sendable {
+    /// A method call; returns the reply's values (none for a method without out arguments).
+    func call(interface: String, method: String, arguments: [DBusValue]) async throws -> [DBusValue]
+    /// A property's current value; nil when there is none.
+    func property(interface: String, name: String) -> DBusValue?
+    /// Sets a writable property.
+    func setProperty(interface: String, name: String, value: DBusValue) throws
+}
+
+/// A connection to the user's session bus.
+///
+/// Signals may be emitted from any thread; method calls and property reads of exported objects arrive on
+/// `DBusConnection.loop`'s thread.
+public final class DBusConnection: Sendable {
+    private nonisolated(unsafe) let connection: OpaquePointer
+    /// The loop exported objects' calls are dispatched on: D-Bus gets a thread of its own, so that a busy
+    /// media server never delays the desktop's controls.
+    static let loop = GLibLoop(name: "route-dbus")
+
+    /// The session bus's address: `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus` when it exists;
+    /// nil when neither (GLib's own fallback, X11 autolaunch, would start a bus of its own).
+    public static var sessionAddress: String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty,
+           FileManager.default.fileExists(atPath: runtime + "/bus") {
+            return "unix:path=\(runtime)/bus"
+        }
+        return nil
+    }
+
+    /// Connects to the session bus.
+    /// - Throws: `DBusError` when there is none, or it refuses the connection.
+    public static func session() throws -> DBusConnection {
+        guard let address = sessionAddress else {
+            throw DBusError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus)")
+        }
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+            | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
+            throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
+        }
+        return DBusConnection(connection)
+    }
+
+    private init(_ connection: OpaquePointer) {
+        self.connection = connection
+        g_dbus_connection_set_exit_on_close(connection, 0)
+    }
+
+    deinit {
+        g_dbus_connection_close_sync(connection, nil, nil)
+        g_object_unref(UnsafeMutableRawPointer(connection))
+    }
+
+    /// Takes `name` on the bus, failing when someone else has it.
+    public func requestName(_ name: String) throws {
+        // DBUS_NAME_FLAG_DO_NOT_QUEUE (4); the answer 1 is DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER.
+        let reply = try callBus("RequestName", [.string(name), .uint32(4)])
+        guard case .uint32(1)? = reply.first else {
+            throw DBusError("the bus name \(name) is taken by another process")
+        }
+    }
+
+    /// Gives `name` back (best effort: the bus drops it anyway when the process ends).
+    public func releaseName(_ name: String) {
+        _ = try? callBus("ReleaseName", [.string(name)])
+    }
+
+    /// The unique name of the connection (`:1.42`).
+    public var uniqueName: String { g_dbus_connection_get_unique_name(connection).map { String(cString: $0) } ?? "" }
+
+    private func callBus(_ method: String, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        var error: UnsafeMutablePointer<GError>?
+        guard let reply = g_dbus_connection_call_sync(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                      "org.freedesktop.DBus", method, DBusValue.tuple(arguments), nil,
+                                                      G_DBUS_CALL_FLAGS_NONE, 5000, nil, &error) else {
+            throw DBusError(GLibError("the session bus refused \(method)", error).description)
+        }
+        defer { g_variant_unref(reply) }
+        return (0..<g_variant_n_children(reply)).compactMap { index in
+            let child = g_variant_get_child_value(reply, index)!
+            defer { g_variant_unref(child) }
+            return DBusValue(child)
+        }
+    }
+
+    /// Exports the interfaces of `introspectionXML` (a `<node>`) at `path`, answered by `handler`, until the
+    /// registration is ended.
+    /// - Throws: `DBusError` when the XML is not valid or the path is taken.
+    public func export(path: String, introspectionXML: String, handler: any DBusObjectHandler) throws -> DBusRegistration {
+        var error: UnsafeMutablePointer<GError>?
+        guard let node = g_dbus_node_info_new_for_xml(introspectionXML, &error) else {
+            throw DBusError(GLibError("invalid introspection XML", error).description)
+        }
+        defer { g_dbus_node_info_unref(node) }
+        nonisolated(unsafe) let connection = self.connection
+        nonisolated(unsafe) let interfaces = node.pointee.interfaces!
+        let ids: [UInt32] = try Self.loop.perform {
+            var ids: [UInt32] = []
+            var index = 0
+            while let interface = interfaces[index] {
+                index += 1
+                var vtable = GDBusInterfaceVTable(method_call: dbusMethodCall, get_property: dbusGetProperty,
+                                                  set_property: dbusSetProperty, padding: (nil, nil, nil, nil, nil, nil, nil, nil))
+                let box = Unmanaged.passRetained(HandlerBox(handler)).toOpaque()
+                var error: UnsafeMutablePointer<GError>?
+                let id = g_dbus_connection_register_object(connection, path, interface, &vtable, box, { data in
+                    Unmanaged<HandlerBox>.fromOpaque(data!).release()
+                }, &error)
+                guard id != 0 else {
+                    for id in ids { g_dbus_connection_unregister_object(connection, id) }
+                    throw DBusError(GLibError("cannot export \(path)", error).description)
+                }
+                ids.append(id)
+            }
+            return ids
+        }
+        return DBusRegistration(connection: self, ids: ids)
+    }
+
+    fileprivate func unregister(_ ids: [UInt32]) {
+        for id in ids { g_dbus_connection_unregister_object(connection, id) }
+    }
+
+    /// Emits a signal from `path` (to every listener).
+    public func emit(path: String, interface: String, signal: String, arguments: [DBusValue]) {
+        var error: UnsafeMutablePointer<GError>?
+        if g_dbus_connection_emit_signal(connection, nil, path, interface, signal, DBusValue.tuple(arguments), &error) == 0 {
+            g_clear_error(&error)
+        }
+    }
+
+    /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `interface`'s changed properties.
+    public func emitPropertiesChanged(path: String, interface: String, changed: [String: DBusValue]) {
+        emit(path: path, interface: "org.freedesktop.DBus.Properties", signal: "PropertiesChanged",
+             arguments: [.string(interface), .dictionary(changed), .strings([])])
+    }
+}
+
+/// An exported object; `end()` (or dropping it) takes it off the bus.
+public final class DBusRegistration: Sendable {
+    private let connection: DBusConnection
+    private let ids: Mutex<[UInt32]>
+
+    fileprivate init(connection: DBusConnection, ids: [UInt32]) {
+        self.connection = connection
+        self.ids = Mutex(ids)
+    }
+
+    /// Takes the object off the bus; safe to call twice.
+    public func end() {
+        let ids = self.ids.withLock { ids in defer { ids = [] }; return ids }
+        if !ids.isEmpty { connection.unregister(ids) }
+    }
+
+    deinit { end() }
+}
+
+private final class HandlerBox {
+    let handler: any DBusObjectHandler
+    init(_ handler: any DBusObjectHandler) { self.handler = handler }
+}
+
+/// A pending method invocation, handed to the task that answers it.
+private struct Invocation: @unchecked Sendable {
+    // Safety: GDBusMethodInvocation may be answered from any thread, exactly once (the return consumes it).
+    let pointer: OpaquePointer
+}
+
+private func handler(_ data: gpointer?) -> any DBusObjectHandler {
+    Unmanaged<HandlerBox>.fromOpaque(data!).takeUnretainedValue().handler
+}
+
+private func arguments(of parameters: OpaquePointer?) -> [DBusValue] {
+    guard let parameters else { return [] }
+    return (0..<g_variant_n_children(parameters)).compactMap { index in
+        let child = g_variant_get_child_value(parameters, index)!
+        defer { g_variant_unref(child) }
+        return DBusValue(child)
+    }
+}
+
+// Called on the D-Bus loop's thread (the thread-default context when the object was exported).
+private let dbusMethodCall: GDBusInterfaceMethodCallFunc = { _, _, _, interface, method, parameters, invocation, data in
+    let target = handler(data)
+    let interface = String(cString: interface!), method = String(cString: method!)
+    let arguments = arguments(of: parameters)
+    let pending = Invocation(pointer: invocation!)
+    Task {
+        do {
+            let reply = try await target.call(interface: interface, method: method, arguments: arguments)
+            g_dbus_method_invocation_return_value(pending.pointer, reply.isEmpty ? nil : DBusValue.tuple(reply))
+        } catch let error as DBusError {
+            g_dbus_method_invocation_return_dbus_error(pending.pointer, error.name, error.message)
+        } catch {
+            g_dbus_method_invocation_return_dbus_error(pending.pointer, "org.freedesktop.DBus.Error.Failed", "\(error)")
+        }
+    }
+}
+
+private let dbusGetProperty: GDBusInterfaceGetPropertyFunc = { _, _, _, interface, name, failure, data in
+    let interface = String(cString: interface!), name = String(cString: name!)
+    guard let value = handler(data).property(interface: interface, name: name) else {
+        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_UNKNOWN_PROPERTY.rawValue), "no property \(name)")
+        return nil
+    }
+    return value.makeVariant()
+}
+
+private let dbusSetProperty: GDBusInterfaceSetPropertyFunc = { _, _, _, interface, name, value, failure, data in
+    let interface = String(cString: interface!), name = String(cString: name!)
+    guard let value, let decoded = DBusValue(value) else {
+        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_INVALID_ARGS.rawValue), "\(name): unexpected type")
+        return 0
+    }
+    do {
+        try handler(data).setProperty(interface: interface, name: name, value: decoded)
+        return 1
+    } catch {
+        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_FAILED.rawValue), "\(error)")
+        return 0
+    }
+}

@@ -1,0 +1,58 @@
+// CastPublication: a running `route cast` as a remote media session on the desktop (MPRIS), so that GNOME's
+// and KDE's media controls, the media keys and `playerctl` show and control what plays on the device.
+
+import Foundation
+import NowPlaying
+import RouteCore
+import RouteMedia
+
+enum CastPublication {
+    /// Publishes the cast until cancelled or its statuses end: content from the probed files, state from the
+    /// device, commands through the session. Without a session bus it says so once and returns.
+    @MainActor
+    static func run(_ session: CastSession, probes: ProbeAhead, onUnavailable: @escaping @Sendable (String) -> Void) async {
+        let model = RemotePlayback(id: "cast_\(getpid())", devices: [session.device], controls: MediaCommands(
+            play: MediaCommand { try await session.play() },
+            pause: MediaCommand { try await session.pause() },
+            togglePlayPause: MediaCommand { try await session.togglePause() },
+            stop: MediaCommand { try await session.stop() },
+            next: MediaCommand { try await session.next() },
+            skipForward: SkipCommand(preferredIntervals: [10], MediaCommand { try await session.seek(.relative($0)) }),
+            skipBackward: SkipCommand(preferredIntervals: [10], MediaCommand { try await session.seek(.relative(-$0)) }),
+            seek: MediaCommand { try await session.seek(.absolute($0)) },
+            changeVolume: MediaCommand { try await session.setVolume($0) }), adoptsDeviceMetadata: false)
+        let publication = MediaSession(model)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await publish(publication, onUnavailable: onUnavailable) }
+            var shown: Int?
+            for await status in session.statusUpdates() {
+                if shown != status.index {
+                    shown = status.index
+                    let info = try? await probes.info(status.index)
+                    model.content = content(of: info, title: status.title, index: status.index)
+                }
+                model.controls.next.isEnabled = status.index + 1 < status.count
+                model.update(status.playback)
+            }
+            group.cancelAll()
+        }
+    }
+
+    @MainActor
+    private static func publish(_ publication: MediaSession, onUnavailable: @Sendable (String) -> Void) async {
+        do { try await publication.run() } catch { onUnavailable("\(error)") }
+    }
+
+    /// What the desktop shows of queue item `index`: a song or a video, with its tags and cover art.
+    private static func content(of info: MediaInfo?, title: String, index: Int) -> any MediaContent {
+        let identifier = "\(index):\(info?.path ?? title)"
+        let duration: MediaDuration = info?.duration.map { .finite($0) } ?? .continuous
+        let artwork = info?.coverArt.map { Artwork(ArtworkImage(data: $0.data, mimeType: $0.mimeType)) }
+        if info?.kind.contains(.video) == true {
+            return MovieContent(title: info?.displayTitle ?? title, subtitle: info?.artist, duration: duration, artwork: artwork,
+                                identifier: identifier)
+        }
+        return MusicContent(title: info?.displayTitle ?? title, artist: info?.artist, album: info?.album, duration: duration,
+                            artwork: artwork, identifier: identifier)
+    }
+}
