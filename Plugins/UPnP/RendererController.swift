@@ -403,6 +403,8 @@ actor RendererController: RouteController {
     private func publish() {
         var snapshot = status
         snapshot.position = position()
+        // The position is extrapolated to now: so is the time it is true at (a desktop extrapolates from it).
+        snapshot.timestamp = Date()
         updates.send(snapshot)
     }
 

@@ -189,7 +189,8 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     }
 
     private func publish(_ change: (inout PlaybackStatus) -> Void) {
-        let status = state.withLock { s -> PlaybackStatus in change(&s.status); return s.status }
+        // Every change carries the time its position is true at.
+        let status = state.withLock { s -> PlaybackStatus in change(&s.status); s.status.timestamp = Date(); return s.status }
         updates.send(status)
     }
 

@@ -101,6 +101,10 @@ final class Sandbox: Sendable {
         environment["ROUTE_RUNTIME_DIR"] = runtimeDir
         // Only "This computer" unless a test asks for more: nothing may discover on the host's network.
         environment["ROUTE_PROVIDERS"] = "local"
+        // No desktop session bus unless a test brings its own (PrivateSessionBus); artwork into the sandbox.
+        environment["DBUS_SESSION_BUS_ADDRESS"] = ""
+        environment["XDG_RUNTIME_DIR"] = runtimeDir
+        environment["XDG_CACHE_HOME"] = root + "/cache"
         environment.merge(extra) { $1 }
         return environment
     }

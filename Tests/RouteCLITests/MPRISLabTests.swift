@@ -1,0 +1,129 @@
+// MPRISLabTests: a cast as the desktop sees it — a player on a private session bus, read and driven by real
+// MPRIS clients (playerctl, gdbus, dbus-monitor), with the renderer's own SOAP answers as the truth.
+
+import Foundation
+import RouteTestSupport
+import Testing
+
+extension LabTests {
+    @Suite struct MPRISLabTests {
+        private let upnp = ["ROUTE_PROVIDERS": "upnp"]
+
+        /// A tagged MP3 of `seconds` of tone (title Tones, artist Oscillators, album Sines).
+        private func song(_ sandbox: Sandbox, _ name: String, seconds: Int) throws -> String {
+            let path = sandbox.root + "/" + name
+            try gstLaunch("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! "
+                + "taginject tags='title=Tones,artist=Oscillators,album=Sines' ! lamemp3enc ! id3v2mux ! filesink location=\(q(path))")
+            return path
+        }
+
+        @Test func aCastIsAPlayerThatPlayerctlShowsAndControls() async throws {
+            try await Lab.stopRenderer()
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let mp3 = try song(sandbox, "tones.mp3", seconds: 30)
+                    let cast = try sandbox.start(["cast", mp3, "--to", Lab.rendererName], environment: upnp.merging(bus.environment) { $1 })
+                    let player = try await bus.waitForPlayer(within: 8)
+                    try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                    try await Lab.until("playerctl says Playing", within: 2) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    #expect(try bus.playerctl("-p", player, "metadata", "--format", "{{title}}|{{artist}}|{{album}}|{{mpris:length}}")
+                            .hasPrefix("Tones|Oscillators|Sines|30"))
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2", "Identity").contains("'Lab Renderer (route)'"))
+                    let position = try #require(Double(try bus.playerctl("-p", player, "position")))
+                    #expect(abs(position - (try Lab.position())) < 2, "playerctl's position \(position) is the renderer's")
+
+                    try await Lab.until("PropertiesChanged is watched", within: 1) { true }
+                    let monitor = try bus.monitor()
+                    defer { monitor.process.terminate() }
+                    _ = try bus.playerctl("-p", player, "pause")
+                    try await Lab.until("the renderer is paused by playerctl", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }
+                    try await Lab.until("PropertiesChanged said Paused", within: 2) {
+                        let text = try String(contentsOfFile: monitor.output, encoding: .utf8)
+                        return text.contains("PropertiesChanged") && text.contains("\"Paused\"")
+                    }
+                    _ = try bus.playerctl("-p", player, "play")
+                    try await Lab.until("the renderer plays again", within: 3) { try Lab.transportState() == "PLAYING" }
+                    _ = try bus.playerctl("-p", player, "position", "12")
+                    try await Lab.until("the renderer is near 12 s (\((try? Lab.position()) ?? -1))", within: 4) { try (11.5...15).contains(Lab.position()) }
+                    try await Lab.until("Seeked was emitted", within: 2) {
+                        try String(contentsOfFile: monitor.output, encoding: .utf8).contains("member=Seeked")
+                    }
+
+                    // Another controller pauses and plays: the desktop sees each within 1 s.
+                    _ = try Lab.soap("AVTransport", "Pause")
+                    try await Lab.until("playerctl shows the renderer's own pause", within: 1) { try bus.playerctl("-p", player, "status") == "Paused" }
+                    _ = try Lab.soap("AVTransport", "Play", "<Speed>1</Speed>")
+                    try await Lab.until("playerctl shows the renderer's own play", within: 1) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    // …and a jump it makes is a Seeked (the position strays from the extrapolated one).
+                    let seekedBefore = try String(contentsOfFile: monitor.output, encoding: .utf8).components(separatedBy: "member=Seeked").count
+                    _ = try Lab.soap("AVTransport", "Seek", "<Unit>REL_TIME</Unit><Target>0:00:25</Target>")
+                    try await Lab.until("Seeked after the renderer's own jump", within: 3) {
+                        try String(contentsOfFile: monitor.output, encoding: .utf8).components(separatedBy: "member=Seeked").count > seekedBefore
+                    }
+
+                    _ = try bus.playerctl("-p", player, "stop")
+                    let result = await cast.finish(within: 8)
+                    #expect(result.status == 0, "\(result)")
+                    #expect(try Lab.transportState() == "STOPPED")
+                    try await Lab.until("the player left the bus", within: 3) { try bus.routePlayers().isEmpty }
+                }
+            }
+        }
+
+        @Test func everyPropertyHasTheTypeTheMPRISSpecGivesIt() async throws {
+            try await Lab.stopRenderer()
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let first = try song(sandbox, "one.mp3", seconds: 20)
+                    let second = try await sandbox.wav("two.wav", seconds: 20)
+                    let cast = try sandbox.start(["cast", first, second, "--to", Lab.rendererName], environment: upnp.merging(bus.environment) { $1 })
+                    let player = try await bus.waitForPlayer(within: 8)
+                    try await Lab.until("Playing", within: 5) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    // org.mpris.MediaPlayer2 and .Player, as https://specifications.freedesktop.org/mpris-spec types them.
+                    #expect(try bus.propertyTypes(of: player, interface: "org.mpris.MediaPlayer2") == [
+                        "CanQuit": "b", "CanRaise": "b", "HasTrackList": "b", "Identity": "s",
+                        "SupportedUriSchemes": "as", "SupportedMimeTypes": "as",
+                    ])
+                    #expect(try bus.propertyTypes(of: player, interface: "org.mpris.MediaPlayer2.Player") == [
+                        "PlaybackStatus": "s", "Rate": "d", "Metadata": "a{sv}", "Volume": "d", "Position": "x",
+                        "MinimumRate": "d", "MaximumRate": "d", "CanGoNext": "b", "CanGoPrevious": "b", "CanPlay": "b",
+                        "CanPause": "b", "CanSeek": "b", "CanControl": "b",
+                    ])
+                    let metadata = try bus.get(player, "org.mpris.MediaPlayer2.Player", "Metadata")
+                    #expect(metadata.contains("'xesam:artist': <['Oscillators']>"), "an array of strings: \(metadata)")
+                    #expect(metadata.contains("'xesam:title': <'Tones'>") && metadata.contains("'xesam:album': <'Sines'>"), "\(metadata)")
+                    #expect(metadata.contains("'mpris:length': <int64 "), "\(metadata)")
+                    let track = try #require(metadata.firstMatch(of: /'mpris:trackid': <objectpath '([^']+)'>/)?.1, "\(metadata)")
+                    #expect(track.wholeMatch(of: /(\/[A-Za-z0-9_]+)+/) != nil, "a valid object path without '-': \(track)")
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2.Player", "Position").contains("<int64 "))
+                    // A queue of two: next is offered on the first item, and not on the last (nor previous at all).
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoNext").contains("<true>"))
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoPrevious").contains("<false>"))
+                    _ = try bus.playerctl("-p", player, "next")
+                    try await Lab.until("the renderer plays the second file", within: 5) {
+                        try Lab.soap("AVTransport", "GetPositionInfo").contains("two") || bus.playerctl("-p", player, "metadata", "title") == "two"
+                    }
+                    try await Lab.until("next is no longer offered on the last item", within: 3) {
+                        try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoNext").contains("<false>")
+                    }
+                    let trackAfter = try bus.get(player, "org.mpris.MediaPlayer2.Player", "Metadata")
+                    #expect(!trackAfter.contains(String(track)), "a new item has a new trackid")
+                    try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
+                    #expect(await cast.finish(within: 8).status == 0)
+                    try await Lab.until("the player left the bus", within: 3) { try bus.routePlayers().isEmpty }
+                }
+            }
+        }
+    }
+}
+
+@Suite struct NoSessionBusTests {
+    @Test func withoutASessionBusACastPlaysOnAndSaysSoOnce() async throws {
+        try await inSandbox { sandbox in
+            let wav = try await sandbox.wav("short.wav", seconds: 1)
+            let result = try await sandbox.run(["cast", wav, "--to", "This computer"], timeout: 20)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stderr.components(separatedBy: "desktop media controls are off").count == 2, "said once: \(result.stderr)")
+        }
+    }
+}
