@@ -45,6 +45,10 @@ actor CastController: RouteController {
     private var closed = false
     /// Why the receiver is lost for good, once it is.
     private var lost: RouteError?
+    /// Following whatever media app and session the receiver runs (`observe()`), not a session route loaded.
+    private var observing = false
+    /// An observed media app appeared: its transport is to be joined.
+    private var mustJoin = false
 
     static let heartbeatInterval: Duration = .seconds(5)
     static let heartbeatsMissedBeforeDead = 3
@@ -253,6 +257,11 @@ actor CastController: RouteController {
             if message.source == connectedTransport { connectedTransport = nil }
         case (CastNamespace.receiver, "RECEIVER_STATUS"):
             if let receiver = ReceiverStatus.decode(message.payload) { receiverChanged(receiver) }
+            if mustJoin, let connection, let transport = app?.transportId {
+                mustJoin = false
+                try await openTransport(transport, on: connection)
+                try await send(on: connection, CastNamespace.media, to: transport, ["type": "GET_STATUS", "requestId": replies.makeID()])
+            }
         case (CastNamespace.media, "MEDIA_STATUS"):
             if let sessions = MediaSessionStatus.decode(message.payload) { mediaChanged(sessions) }
         default:
@@ -270,6 +279,18 @@ actor CastController: RouteController {
             receiverVolume = volume
             if volume.controlType == "fixed" { status.allowed.remove(.volume) } else { status.allowed.insert(.volume) }
         }
+        if observing {
+            let media = receiver.applications?.first { $0.playsMedia }
+            if media?.sessionId != app?.sessionId {
+                app = media
+                mediaSessionID = nil
+                mustJoin = media != nil
+                status = PlaybackStatus(state: .idle, volume: status.volume)
+                status.muted = receiverVolume?.muted
+            }
+            publish()
+            return
+        }
         if let app, mediaSessionID != nil, !status.isFinal,
            !(receiver.applications ?? []).contains(where: { $0.sessionId == app.sessionId }) {
             self.app = nil
@@ -286,6 +307,17 @@ actor CastController: RouteController {
     }
 
     private func mediaChanged(_ sessions: [MediaSessionStatus]) {
+        if observing {
+            guard let session = sessions.first else { return }
+            if session.mediaSessionId != mediaSessionID {
+                mediaSessionID = session.mediaSessionId
+                status = PlaybackStatus(state: .loading, volume: status.volume)
+                status.muted = receiverVolume?.muted
+            }
+            apply(session)
+            publish()
+            return
+        }
         if mediaSessionID == nil, let url = loading,
            let session = sessions.first(where: { $0.media?.contentId == url }) {
             // The receiver plays what route is loading before its reply to LOAD arrives: that is route's session.
@@ -313,6 +345,8 @@ actor CastController: RouteController {
             playedOnce = true
         case "PAUSED": status.state = .paused
         case "BUFFERING", "LOADING": status.state = .loading
+        case "IDLE" where observing:
+            status.state = .idle
         case "IDLE":
             switch session.idleReason {
             case "FINISHED": status.end(.ended, because: .finished)
@@ -339,6 +373,11 @@ actor CastController: RouteController {
         if let time = Self.number(session.currentTime, in: 0...1e7) {
             status.position = time
             status.timestamp = Date()
+        }
+        if let metadata = session.media?.metadata {
+            status.title = (metadata.title ?? metadata.seriesTitle).map { DisplayText.clean($0, limit: 200) } ?? status.title
+            status.artist = (metadata.artist ?? metadata.subtitle).map { DisplayText.clean($0, limit: 200) } ?? status.artist
+            status.album = metadata.albumName.map { DisplayText.clean($0, limit: 200) } ?? status.album
         }
         if let duration = Self.number(session.media?.duration, in: 0.001...1e7) {
             status.duration = duration
@@ -548,6 +587,12 @@ actor CastController: RouteController {
     }
 
     nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
+
+    /// From now on the status is whatever media session the receiver runs, whichever sender started it.
+    func observe() async throws -> Bool {
+        observing = true
+        return true
+    }
 
     func close() async {
         guard !closed else { return }

@@ -41,6 +41,10 @@ struct ReceiverStatus: Decodable, Sendable, Equatable {
         var sessionId: String?
         var transportId: String?
         var displayName: String?
+        var namespaces: [Namespace]?
+        struct Namespace: Decodable, Sendable, Equatable { var name: String? }
+        /// Whether the app plays media a sender can control (it speaks the media namespace).
+        var playsMedia: Bool { transportId != nil && (namespaces ?? []).contains { $0.name == CastNamespace.media } }
     }
     var applications: [Application]?
     var volume: CastVolume?
@@ -58,6 +62,15 @@ struct MediaSessionStatus: Decodable, Sendable, Equatable {
         var contentId: String?
         var contentType: String?
         var duration: Double?
+        var metadata: Metadata?
+        /// What the sender says of the media (any of its metadata types).
+        struct Metadata: Decodable, Sendable, Equatable {
+            var title: String?
+            var subtitle: String?
+            var artist: String?
+            var albumName: String?
+            var seriesTitle: String?
+        }
     }
     struct Item: Decodable, Sendable, Equatable {
         var itemId: Int?

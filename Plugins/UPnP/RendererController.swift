@@ -52,6 +52,8 @@ actor RendererController: RouteController {
     /// Set when the renderer stopped answering or left: no more requests are sent to it (each would only
     /// wait out its deadline, holding up the end of the cast).
     private var gone = false
+    /// Following whatever the renderer plays (`observe()`), not an item route loaded.
+    private var observing = false
 
     static let pollInterval: Duration = .seconds(1)
     /// A poll unanswered for this long counts as unanswered.
@@ -122,6 +124,13 @@ actor RendererController: RouteController {
     }
 
     nonisolated func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
+
+    /// From now on the status is whatever the renderer plays: its URI, the title its metadata gives, and a
+    /// session id per URI; stopping is a state like any other, not an end.
+    func observe() async throws -> Bool {
+        observing = true
+        return true
+    }
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
         generation += 1
@@ -285,7 +294,7 @@ actor RendererController: RouteController {
 
     /// Every half interval: publish the extrapolated position; every interval, poll the renderer.
     private func tick(poll: Bool) async {
-        guard !closed, !status.isFinal || status.state == .stopped else { return }
+        guard !closed, observing || !status.isFinal || status.state == .stopped else { return }
         if poll {
             let asked = generation
             do {
@@ -296,7 +305,7 @@ actor RendererController: RouteController {
                     // Position is best effort: some renderers fault GetPositionInfo and play fine.
                     let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
                     guard generation == asked else { return }
-                    if let uri = position["TrackURI"] { follow(uri) }
+                    if let uri = position["TrackURI"] { follow(uri, metadata: position["TrackMetaData"]) }
                     if let rel = NetworkNumber.clock(position["RelTime"]), let (target, at) = pendingSeek {
                         pendingSeek = nil
                         if abs(rel - target) > 3, ContinuousClock.now - at < .seconds(3) {
@@ -327,13 +336,14 @@ actor RendererController: RouteController {
                 return
             }
         }
-        guard !status.isFinal else { return }
+        guard observing || !status.isFinal else { return }
         publish()
     }
 
     /// What the renderer says it plays: the queued item (the status is now that item's), ours, or
     /// something route did not send — another controller took over, and this cast ends.
-    private func follow(_ uri: String) {
+    private func follow(_ uri: String, metadata: String? = nil) {
+        if observing { return observed(uri, metadata: metadata) }
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED", !status.isFinal else { return }
         if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
             advance(to: next)
@@ -342,6 +352,32 @@ actor RendererController: RouteController {
         } else if status.itemURL != nil, sawOurURI {
             fail("\(device.name) is now playing something route did not send (another controller took over)", because: .replaced)
         }
+    }
+
+    /// What an observed renderer plays: a new URI is a new session, described by its DIDL-Lite metadata.
+    private func observed(_ uri: String, metadata: String?) {
+        guard !uri.isEmpty, uri != "NOT_IMPLEMENTED" else { return }
+        if uri != status.itemURL {
+            status.itemURL = uri
+            status.sessionID = "upnp-\(Self.hash(uri))"
+            status.itemID = status.sessionID
+            status.title = nil
+            status.artist = nil
+            status.album = nil
+            status.duration = nil
+            durationIsProbed = false
+        }
+        if status.title == nil, let metadata, let item = try? XMLNode.parse(metadata, limits: .message) {
+            status.title = item.all("title").first.map { DisplayText.clean($0.text, limit: 200) }.flatMap { $0.isEmpty ? nil : $0 }
+            status.artist = (item.all("artist").first ?? item.all("creator").first).map { DisplayText.clean($0.text, limit: 200) }
+            status.album = item.all("album").first.map { DisplayText.clean($0.text, limit: 200) }
+        }
+    }
+
+    private static func hash(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
     }
 
     private var byebyeReason: String { "\(device.name) left the network (it sent ssdp:byebye)" }
@@ -367,6 +403,22 @@ actor RendererController: RouteController {
 
     private func applyTransportState(_ state: String) {
         status.deviceState = DisplayText.clean(state, limit: 40)
+        if observing {
+            switch state {
+            case "PLAYING":
+                if status.state != .playing { status.position = position(); positionAt = .now }
+                status.state = .playing
+            case "PAUSED_PLAYBACK", "PAUSED_RECORDING":
+                status.position = position()
+                positionAt = .now
+                status.state = .paused
+            case "TRANSITIONING": status.state = .loading
+            case "STOPPED": status.state = .stopped
+            case "NO_MEDIA_PRESENT": status.state = .idle
+            default: break
+            }
+            return
+        }
         guard !status.isFinal || state == "PLAYING" && !expectingStop && status.state != .ended else { return }
         switch state {
         case "PLAYING":

@@ -122,6 +122,12 @@ public protocol RouteController: AnyObject, Sendable {
     /// when the device cannot; the caller then stops the current item and loads the next.
     func skipToNext() async throws -> Bool
 
+    /// Follows whatever the device plays, whoever started it, without loading anything (`route watch`):
+    /// statuses then describe the device's own session — its state, position, title when the device says,
+    /// and a `sessionID` that changes with what it plays — and never end on a takeover; transport commands act
+    /// on that session. Call before `run()`. Returns false when the controller cannot.
+    func observe() async throws -> Bool
+
     /// Status reports, starting with the current one. Each call gives an independent stream;
     /// it finishes when the controller is closed.
     func statusUpdates() -> AsyncStream<PlaybackStatus>
@@ -140,6 +146,8 @@ extension RouteProvider {
 extension RouteController {
     /// Devices without a queue of their own cannot skip to the next item.
     public func skipToNext() async throws -> Bool { false }
+    /// A controller follows only what it loads unless it says otherwise.
+    public func observe() async throws -> Bool { false }
 }
 
 /// What the router knows of one provider.

@@ -10,7 +10,7 @@ import UPnPProvider
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
-    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.plugins, Specs.browse]
+    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.plugins, Specs.browse, Specs.watch]
         + Specs.controls.map(\.spec) + [Specs.completion, Specs.manpage]
 
     static func run(_ arguments: [String]) async -> ExitCode {
@@ -41,6 +41,7 @@ enum RouteCommandLine {
             case "serve": return try await Serve.run(parsed)
             case "providers": return try await ProvidersCommand.run(parsed)
             case "browse": return try await Browse.run(parsed)
+            case "watch": return try await Watch.run(parsed)
             case "plugins": return try PluginsCommand.run(parsed)
             case "completion": return try Completion.run(parsed)
             case "manpage": print(ManPage.text); return .success

@@ -37,6 +37,20 @@ enum Specs {
             "route cast film.mkv --to \"Living Room TV\" --subtitles film.en.srt", "route cast song.flac --to 10.0.0.7:8009",
         ])
 
+    static let watch = CommandSpec(
+        name: "watch", summary: "show what other controllers play on the desktop's media controls", positionals: "",
+        minPositionals: 0, maxPositionals: 0,
+        options: [CommonOptions.providers, CommonOptions.json],
+        details: """
+        Runs until interrupted. Discovers every device and, while one plays a session that no `route cast` of yours
+        plays — a renderer another app started, a Cast receiver a phone casts to — publishes it as an MPRIS player
+        (org.mpris.MediaPlayer2.route.watch_…), so GNOME's and KDE's media controls, the media keys and playerctl show
+        and control it (play, pause, stop, seek, volume go back to the device). The player appears when the device
+        starts playing and leaves when it stops. Prints a line as each one starts and ends (--json: JSON lines).
+        To run it for your desktop session: systemctl --user enable --now route-watch (installed by make install).
+        """,
+        examples: ["route watch", "route watch --providers upnp --json"])
+
     static let probe = CommandSpec(
         name: "probe", summary: "show what a media file contains", positionals: "FILE", minPositionals: 1, maxPositionals: 1,
         options: [CommonOptions.json],

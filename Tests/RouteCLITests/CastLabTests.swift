@@ -314,6 +314,27 @@ extension LabTests {
             }
         }
 
+        @Test func watchMirrorsWhatPychromecastPlaysAndPlayerctlPausesIt() async throws {
+            try await withReceiver { sandbox in
+                try await withSessionBus { bus in
+                    let watch = try sandbox.start(["watch"], environment: cast.merging(bus.environment) { $1 })
+                    let url = try await serve(try await sandbox.wav("other.wav", seconds: 30), in: sandbox)
+                    _ = try await CastReceiverLab.sender(["play", url, "audio/wav"])
+                    let player = try await bus.waitForPlayer(within: 8)
+                    #expect(player.hasPrefix("route.watch_"), "\(player)")
+                    try await Lab.until("the mirror says Playing", within: 3) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2", "Identity").contains("(route)"))
+                    _ = try bus.playerctl("-p", player, "pause")
+                    try await Lab.until("playerctl paused the receiver", within: 3) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PAUSED" }
+                    _ = try await CastReceiverLab.sender(["join", "resume"])
+                    try await Lab.until("the mirror follows the other sender's resume", within: 1.5) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    kill(watch.pid, SIGTERM)
+                    #expect(await watch.finish(within: 8).status == 130)
+                    try await Lab.until("the mirror left with route watch", within: 3) { try bus.routePlayers().isEmpty }
+                }
+            }
+        }
+
         @Test func aPauseFromAnotherSenderShowsInRouteStatusWithinASecond() async throws {
             try await withReceiver { sandbox in
                 try await whilePlaying(sandbox) { _ in

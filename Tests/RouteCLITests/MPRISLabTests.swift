@@ -70,6 +70,49 @@ extension LabTests {
             }
         }
 
+        @Test func watchMirrorsASessionAnotherControllerStartedAndLeavesRouteCastsAlone() async throws {
+            try await Lab.stopRenderer()
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let watch = try sandbox.start(["watch"], environment: upnp.merging(bus.environment) { $1 })
+                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try song(sandbox, "tones.mp3", seconds: 30)])
+                    defer { kill(server.pid, SIGTERM) }
+                    try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+                    let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                    // Plain SOAP, as any other control point: SetAVTransportURI and Play.
+                    try Lab.playAsAnotherController(url)
+                    let player = try await bus.waitForPlayer(within: 6)
+                    #expect(player.hasPrefix("route.watch_"), "\(player)")
+                    try await Lab.until("the mirror says Playing", within: 3) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    #expect(try bus.get(player, "org.mpris.MediaPlayer2", "Identity").contains("'Lab Renderer (route)'"))
+                    _ = try bus.playerctl("-p", player, "pause")
+                    try await Lab.until("playerctl pause paused the renderer", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }
+                    _ = try Lab.soap("AVTransport", "Play", "<Speed>1</Speed>")
+                    try await Lab.until("the mirror follows the renderer's own play", within: 1.5) { try bus.playerctl("-p", player, "status") == "Playing" }
+                    _ = try Lab.soap("AVTransport", "Stop")
+                    try await Lab.until("the mirror left the bus when the renderer stopped", within: 3) { try bus.routePlayers().isEmpty }
+                    #expect(watch.stdout.contains("mirroring: ") && watch.stdout.contains("ended: "), "\(watch.stdout)")
+
+                    // A `route cast` of this user's is published by the cast itself, not mirrored again.
+                    let cast = try sandbox.start(["cast", try await sandbox.wav("mine.wav", seconds: 20), "--to", Lab.rendererName],
+                                                 environment: upnp.merging(bus.environment) { $1 })
+                    try await Lab.until("the cast plays", within: 6) { try Lab.transportState() == "PLAYING" && bus.routePlayers().count == 1 }
+                    let deadline = ContinuousClock.now + .seconds(2.5)
+                    while ContinuousClock.now < deadline {
+                        #expect(try bus.routePlayers().allSatisfy { $0.hasPrefix("route.cast_") }, "watch mirrored route's own cast")
+                        try await Task.sleep(for: .milliseconds(250))
+                    }
+                    try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
+                    #expect(await cast.finish(within: 8).status == 0)
+                    kill(watch.pid, SIGTERM)
+                    let ended = await watch.finish(within: 8)
+                    #expect(ended.status == 130, "\(ended)")
+                    kill(server.pid, SIGTERM)
+                    _ = await server.finish(within: 5)
+                }
+            }
+        }
+
         @Test func everyPropertyHasTheTypeTheMPRISSpecGivesIt() async throws {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
