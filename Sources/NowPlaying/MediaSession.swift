@@ -32,8 +32,14 @@ public final class MediaSession {
     /// The published model.
     public let model: any MediaSessionRepresentable
 
-    /// A publication of `model`; nothing is published until `run()`.
-    public init(_ model: any MediaSessionRepresentable) { self.model = model }
+    private let busAddress: String?
+
+    /// A publication of `model` on the user's session bus (or the bus at `busAddress`); nothing is published
+    /// until `run()`.
+    public init(_ model: any MediaSessionRepresentable, busAddress: String? = nil) {
+        self.model = model
+        self.busAddress = busAddress
+    }
 
     /// The bus name this session is published under.
     public nonisolated static func busName(for id: String) -> String { MPRISNames.busName(for: id) }
@@ -44,9 +50,10 @@ public final class MediaSession {
     /// - Throws: `NowPlayingError` when there is no session bus or it refuses the player.
     public func run() async throws {
         let bus: DBusConnection
+        let address = busAddress
         do {
             bus = try await Self.connecting.run(timeout: .seconds(5), timedOut: { DBusError("the session bus did not answer within 5 s") }) {
-                try DBusConnection.session()
+                try DBusConnection.session(address: address)
             }
         } catch {
             throw NowPlayingError.noSessionBus("\(error)")
@@ -71,10 +78,15 @@ public final class MediaSession {
             registration.end()
         }
         let model = self.model
+        // Observation tells of the next change once per tracking; the stream wakes the loop, and ends it when the
+        // task is cancelled (Observations' own sequence waits for a change before it notices).
+        let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await withDiscardingTaskGroup { group in
             var artworkShown: String?
             var wasPlaying = false
-            for await state in Observations({ Self.state(of: model) }) {
+            var wakeUps = changes.makeAsyncIterator()
+            repeat {
+                let state = withObservationTracking { Self.state(of: model) } onChange: { changed.yield() }
                 player.update(state)
                 if state.snapshot.isPlaying, !wasPlaying { MediaSessions.active = id }
                 wasPlaying = state.snapshot.isPlaying
@@ -84,7 +96,7 @@ public final class MediaSession {
                         if let url = try? await ArtworkCache.file(for: artwork) { player.setArtURL(url, for: artwork.id) }
                     }
                 }
-            }
+            } while await wakeUps.next() != nil && !Task.isCancelled
             group.cancelAll()
         }
     }

@@ -128,10 +128,10 @@ public final class DBusConnection: Sendable {
         return nil
     }
 
-    /// Connects to the session bus.
+    /// Connects to the session bus (or the bus at `address`).
     /// - Throws: `DBusError` when there is none, or it refuses the connection.
-    public static func session() throws -> DBusConnection {
-        guard let address = sessionAddress else {
+    public static func session(address: String? = nil) throws -> DBusConnection {
+        guard let address = address ?? sessionAddress else {
             throw DBusError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus)")
         }
         var error: UnsafeMutablePointer<GError>?

@@ -92,6 +92,11 @@ enum Lab {
         value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>")).flatMap { Int($0) }
     }
 
+    /// The URI the renderer says it plays now (GetPositionInfo's TrackURI).
+    static func trackURI() throws -> String {
+        value("TrackURI", in: try soap("AVTransport", "GetPositionInfo")) ?? ""
+    }
+
     /// The renderer's own NextURI (what it will play after the current item), "" when none.
     static func nextURI(at description: String = renderer) throws -> String {
         value("NextURI", in: try soap("AVTransport", "GetMediaInfo", at: description)) ?? ""
@@ -116,7 +121,7 @@ enum Lab {
 
     /// Polls `condition` every 50 ms until it holds; records an issue and throws after `seconds`.
     static func until(_ what: String, within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation,
-                      _ condition: () throws -> Bool) async throws {
+                      isolation: isolated (any Actor)? = #isolation, _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
             if (try? condition()) == true { return }

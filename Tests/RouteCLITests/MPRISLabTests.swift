@@ -142,10 +142,13 @@ extension LabTests {
                     // A queue of two: next is offered on the first item, and not on the last (nor previous at all).
                     #expect(try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoNext").contains("<true>"))
                     #expect(try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoPrevious").contains("<false>"))
+                    let firstURI = try Lab.trackURI()
                     _ = try bus.playerctl("-p", player, "next")
-                    try await Lab.until("the renderer plays the second file", within: 5) {
-                        try Lab.soap("AVTransport", "GetPositionInfo").contains("two") || bus.playerctl("-p", player, "metadata", "title") == "two"
+                    try await Lab.until("the renderer plays the second file (its own TrackURI changed)", within: 5) {
+                        let now = try Lab.trackURI()
+                        return !now.isEmpty && now != firstURI && Lab.transportState() == "PLAYING"
                     }
+                    #expect(try bus.playerctl("-p", player, "metadata", "title") == "two")
                     try await Lab.until("next is no longer offered on the last item", within: 3) {
                         try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoNext").contains("<false>")
                     }

@@ -272,8 +272,15 @@ extension LabTests {
                                            ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
                 #expect(install.status == 0, "\(install.text)")
                 for file in ["bin/route", "lib/route/plugins/route-provider-mpd", "share/man/man1/route.1", "share/bash-completion/completions/route",
-                             "share/zsh/site-functions/_route", "share/fish/vendor_completions.d/route.fish"] {
+                             "share/zsh/site-functions/_route", "share/fish/vendor_completions.d/route.fish",
+                             "lib/systemd/user/route-watch.service"] {
                     #expect(FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) installed")
+                }
+                let unit = try String(contentsOfFile: prefix + "/lib/systemd/user/route-watch.service", encoding: .utf8)
+                #expect(unit.contains("ExecStart=\(prefix)/bin/route watch"), "the unit runs the installed route: \(unit)")
+                if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
+                    let verified = try Lab.tool("/usr/bin/systemd-analyze", ["verify", "--user", prefix + "/lib/systemd/user/route-watch.service"])
+                    #expect(!verified.text.contains("route-watch.service:"), "systemd-analyze finds nothing wrong: \(verified.text)")
                 }
                 let installed = try Lab.tool("/usr/bin/env", ["-u", "ROUTE_PLUGIN_PATH", "HOME=" + sandbox.root, "ROUTE_PROVIDERS=mpd,local",
                                                               prefix + "/bin/route", "providers", "--json", "--timeout", "1"])
@@ -284,7 +291,8 @@ extension LabTests {
                 let uninstall = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path, ["--prefix", prefix, "--uninstall"])
                 #expect(uninstall.status == 0, "\(uninstall.text)")
                 #expect(!FileManager.default.fileExists(atPath: prefix + "/bin/route")
-                        && !FileManager.default.fileExists(atPath: prefix + "/lib/route/plugins/route-provider-mpd"))
+                        && !FileManager.default.fileExists(atPath: prefix + "/lib/route/plugins/route-provider-mpd")
+                        && !FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/route-watch.service"))
             }
         }
 

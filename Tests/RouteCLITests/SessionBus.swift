@@ -98,7 +98,7 @@ final class PrivateSessionBus: Sendable {
 }
 
 /// Runs `body` with a private session bus, stopped afterwards.
-func withSessionBus(_ body: (PrivateSessionBus) async throws -> Void) async throws {
+func withSessionBus(isolation: isolated (any Actor)? = #isolation, _ body: (PrivateSessionBus) async throws -> Void) async throws {
     let bus = try PrivateSessionBus()
     defer { bus.stop() }
     try await body(bus)
