@@ -75,6 +75,7 @@ let package = Package(
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying"], swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
     ]
 )

@@ -48,8 +48,10 @@ public final class RemotePlayback: RemoteMediaSessionRepresentable {
         if snapshot != playbackSnapshot { playbackSnapshot = snapshot }
         if let level = state.volume, level != volume { volume = level }
         if state.allowed != allowed { allowed = state.allowed }
-        guard adoptsDeviceMetadata, let title = state.title ?? state.itemURL.map(Self.name(of:)) else { return }
-        let identifier = state.itemID ?? state.itemURL ?? title
+        guard adoptsDeviceMetadata, let named = state.title ?? state.itemURL.map(Self.name(of:)) else { return }
+        let identifier = state.itemID ?? state.itemURL ?? named
+        // A report without a title says nothing new of the same item: it keeps the title it had.
+        let title = state.title ?? (content?.identifier == identifier ? content?.title : nil) ?? named
         let duration: MediaDuration = state.duration.map { .finite($0) } ?? .continuous
         if let content, content.identifier == identifier, content.title == title, content.duration == duration,
            content.artists.first == state.artist, content.album == state.album {
@@ -62,9 +64,9 @@ public final class RemotePlayback: RemoteMediaSessionRepresentable {
         }
     }
 
-    /// A title for an item known only by its URL: its last path component.
+    /// A title for an item known only by its URL: its file name, without the extension.
     private static func name(of url: String) -> String {
-        let path = URL(string: url)?.lastPathComponent ?? ""
+        let path = URL(string: url)?.deletingPathExtension().lastPathComponent ?? ""
         return path.isEmpty || path == "/" ? url : (path.removingPercentEncoding ?? path)
     }
 }

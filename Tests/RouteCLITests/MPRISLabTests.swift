@@ -146,7 +146,7 @@ extension LabTests {
                     _ = try bus.playerctl("-p", player, "next")
                     try await Lab.until("the renderer plays the second file (its own TrackURI changed)", within: 5) {
                         let now = try Lab.trackURI()
-                        return !now.isEmpty && now != firstURI && Lab.transportState() == "PLAYING"
+                        return try !now.isEmpty && now != firstURI && Lab.transportState() == "PLAYING"
                     }
                     #expect(try bus.playerctl("-p", player, "metadata", "title") == "two")
                     try await Lab.until("next is no longer offered on the last item", within: 3) {
