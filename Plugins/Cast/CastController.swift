@@ -263,7 +263,7 @@ actor CastController: RouteController {
                 try await send(on: connection, CastNamespace.media, to: transport, ["type": "GET_STATUS", "requestId": replies.makeID()])
             }
         case (CastNamespace.media, "MEDIA_STATUS"):
-            if let sessions = MediaSessionStatus.decode(message.payload) { mediaChanged(sessions) }
+            if let sessions = MediaSessionStatus.decode(message.payload) { mediaChanged(sessions, from: message.source) }
         default:
             break
         }
@@ -285,8 +285,7 @@ actor CastController: RouteController {
                 app = media
                 mediaSessionID = nil
                 mustJoin = media != nil
-                status = PlaybackStatus(state: .idle, volume: status.volume)
-                status.muted = receiverVolume?.muted
+                observedSessionEnded()
             }
             publish()
             return
@@ -306,13 +305,30 @@ actor CastController: RouteController {
         publish()
     }
 
-    private func mediaChanged(_ sessions: [MediaSessionStatus]) {
+    /// A fresh status for an observed receiver with no session yet (the volume and what it allows are kept).
+    private func observedSessionEnded() {
+        status = PlaybackStatus(state: .idle, volume: status.volume)
+        status.muted = receiverVolume?.muted
+        if receiverVolume?.controlType == "fixed" { status.allowed.remove(.volume) }
+    }
+
+    private func mediaChanged(_ sessions: [MediaSessionStatus], from source: String) {
         if observing {
-            guard let session = sessions.first else { return }
+            // Only the joined app's statuses count (another app's transport may speak media too).
+            guard source == app?.transportId else { return }
+            guard let session = sessions.first else {
+                // No media session any more: the app is idle.
+                if mediaSessionID != nil {
+                    mediaSessionID = nil
+                    observedSessionEnded()
+                    publish()
+                }
+                return
+            }
             if session.mediaSessionId != mediaSessionID {
                 mediaSessionID = session.mediaSessionId
-                status = PlaybackStatus(state: .loading, volume: status.volume)
-                status.muted = receiverVolume?.muted
+                observedSessionEnded()
+                status.state = .loading
             }
             apply(session)
             publish()

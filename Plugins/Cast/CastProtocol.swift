@@ -41,10 +41,30 @@ struct ReceiverStatus: Decodable, Sendable, Equatable {
         var sessionId: String?
         var transportId: String?
         var displayName: String?
-        var namespaces: [Namespace]?
-        struct Namespace: Decodable, Sendable, Equatable { var name: String? }
+        /// The names of the namespaces the app speaks (from `namespaces: [{"name": …}]`).
+        var namespaces: [String]?
         /// Whether the app plays media a sender can control (it speaks the media namespace).
-        var playsMedia: Bool { transportId != nil && (namespaces ?? []).contains { $0.name == CastNamespace.media } }
+        var playsMedia: Bool { transportId != nil && (namespaces ?? []).contains(CastNamespace.media) }
+
+        private enum Keys: String, CodingKey { case appId, sessionId, transportId, displayName, namespaces }
+
+        /// Field by field: one of another sender's apps with an odd field must not cost the whole status.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            appId = try? container.decodeIfPresent(String.self, forKey: .appId)
+            sessionId = try? container.decodeIfPresent(String.self, forKey: .sessionId)
+            transportId = try? container.decodeIfPresent(String.self, forKey: .transportId)
+            displayName = try? container.decodeIfPresent(String.self, forKey: .displayName)
+            namespaces = (try? container.decodeIfPresent([LenientNamespace].self, forKey: .namespaces))?.compactMap(\.name)
+        }
+
+        private struct LenientNamespace: Decodable {
+            var name: String?
+            init(from decoder: any Decoder) throws {
+                name = try? decoder.container(keyedBy: Keys.self).decodeIfPresent(String.self, forKey: .name)
+            }
+            private enum Keys: String, CodingKey { case name }
+        }
     }
     var applications: [Application]?
     var volume: CastVolume?
@@ -63,13 +83,25 @@ struct MediaSessionStatus: Decodable, Sendable, Equatable {
         var contentType: String?
         var duration: Double?
         var metadata: Metadata?
-        /// What the sender says of the media (any of its metadata types).
+        /// What the sender says of the media (any of its metadata types); a field of another type is left out,
+        /// never the status with it.
         struct Metadata: Decodable, Sendable, Equatable {
             var title: String?
             var subtitle: String?
             var artist: String?
             var albumName: String?
             var seriesTitle: String?
+
+            private enum Keys: String, CodingKey { case title, subtitle, artist, albumName, seriesTitle }
+            init(from decoder: any Decoder) throws {
+                let container = try? decoder.container(keyedBy: Keys.self)
+                func text(_ key: Keys) -> String? { (try? container?.decodeIfPresent(String.self, forKey: key)) ?? nil }
+                title = text(.title)
+                subtitle = text(.subtitle)
+                artist = text(.artist)
+                albumName = text(.albumName)
+                seriesTitle = text(.seriesTitle)
+            }
         }
     }
     struct Item: Decodable, Sendable, Equatable {

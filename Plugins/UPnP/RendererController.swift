@@ -54,6 +54,10 @@ actor RendererController: RouteController {
     private var gone = false
     /// Following whatever the renderer plays (`observe()`), not an item route loaded.
     private var observing = false
+    /// The DIDL-Lite metadata of the observed item, as last read.
+    private var observedMetadata: String?
+    /// Counts the observed renderer's stops: what plays after one is a new session, even the same URI.
+    private var observedSessions = 0
 
     static let pollInterval: Duration = .seconds(1)
     /// A poll unanswered for this long counts as unanswered.
@@ -129,6 +133,9 @@ actor RendererController: RouteController {
     /// session id per URI; stopping is a state like any other, not an end.
     func observe() async throws -> Bool {
         observing = true
+        // Whatever is queued on the renderer is another controller's: never taken back from here.
+        mayHaveNext = false
+        nextItem = nil
         return true
     }
 
@@ -206,7 +213,7 @@ actor RendererController: RouteController {
 
     /// Takes back a NextURI this controller (or an earlier cast) may have queued; best effort.
     private func clearNext() async {
-        guard canQueueNext, !gone, mayHaveNext || nextItem != nil else { return }
+        guard canQueueNext, !gone, !observing, mayHaveNext || nextItem != nil else { return }
         nextItem = nil
         mayHaveNext = false
         _ = try? await call("SetNextAVTransportURI", on: transport, ["InstanceID": "0", "NextURI": "", "NextURIMetaData": ""],
@@ -258,7 +265,9 @@ actor RendererController: RouteController {
             let changes = LastChange.parse(lastChange)
             // Events only move the status on to a queued item: libupnp may deliver them out of order (the
             // state a subscription starts with can come after a newer one), so only polls tell a takeover.
-            if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
+            if observing, let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
+                observed(uri, metadata: changes["CurrentTrackMetaData"])
+            } else if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
                 if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
                     advance(to: next)
                 } else if let loaded = status.itemURL, TrackURI.isSame(uri, as: loaded) {
@@ -322,6 +331,8 @@ actor RendererController: RouteController {
                 }
                 lastAnswer = .now
                 badReplies = 0
+                // An observed renderer that was away and answers again is controllable again.
+                if observing { gone = false }
             } catch let error as UPnPError where error.isUnreachable {
                 if saidByebye || ContinuousClock.now - lastAnswer >= Self.silenceBeforeGone, status.state != .stopped {
                     gone = true
@@ -354,24 +365,30 @@ actor RendererController: RouteController {
         }
     }
 
-    /// What an observed renderer plays: a new URI is a new session, described by its DIDL-Lite metadata.
+    /// What an observed renderer plays: a new URI is a new session, described by its DIDL-Lite metadata (read
+    /// again whenever it changes: an internet radio changes its title as it goes).
     private func observed(_ uri: String, metadata: String?) {
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED" else { return }
         if uri != status.itemURL {
             status.itemURL = uri
-            status.sessionID = "upnp-\(Self.hash(uri))"
+            status.sessionID = "upnp-\(Self.hash(uri))-\(observedSessions)"
             status.itemID = status.sessionID
             status.title = nil
             status.artist = nil
             status.album = nil
             status.duration = nil
             durationIsProbed = false
+            observedMetadata = nil
         }
-        if status.title == nil, let metadata, let item = try? XMLNode.parse(metadata, limits: .message) {
-            status.title = item.all("title").first.map { DisplayText.clean($0.text, limit: 200) }.flatMap { $0.isEmpty ? nil : $0 }
-            status.artist = (item.all("artist").first ?? item.all("creator").first).map { DisplayText.clean($0.text, limit: 200) }
-            status.album = item.all("album").first.map { DisplayText.clean($0.text, limit: 200) }
+        guard let metadata, !metadata.isEmpty, metadata != "NOT_IMPLEMENTED", metadata != observedMetadata else { return }
+        observedMetadata = metadata
+        guard let item = try? XMLNode.parse(metadata, limits: .message) else { return }
+        func text(_ names: String...) -> String? {
+            names.lazy.compactMap { item.all($0).first }.map { DisplayText.clean($0.text, limit: 200) }.first { !$0.isEmpty }
         }
+        status.title = text("title") ?? status.title
+        status.artist = text("artist", "creator")
+        status.album = text("album")
     }
 
     private static func hash(_ text: String) -> String {
@@ -413,8 +430,12 @@ actor RendererController: RouteController {
                 positionAt = .now
                 status.state = .paused
             case "TRANSITIONING": status.state = .loading
-            case "STOPPED": status.state = .stopped
-            case "NO_MEDIA_PRESENT": status.state = .idle
+            case "STOPPED", "NO_MEDIA_PRESENT":
+                status.state = state == "STOPPED" ? .stopped : .idle
+                // Whatever plays next (the same URI again, too) is a new session.
+                if status.itemURL != nil { observedSessions += 1 }
+                status.itemURL = nil
+                status.sessionID = nil
             default: break
             }
             return

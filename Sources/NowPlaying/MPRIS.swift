@@ -6,10 +6,17 @@ import Foundation
 import RouteGLib
 import Synchronization
 
+/// Microseconds, as MPRIS counts time: never negative, never past what an Int64 holds, 0 for what is not a number.
+func microseconds(_ seconds: Double) -> Int64 {
+    guard seconds.isFinite else { return 0 }
+    return Int64(min(max(0, seconds * 1_000_000), 9.2e18).rounded())
+}
+
 /// What MPRIS shows of a session at one moment.
 struct MPRISState: Sendable, Equatable {
     var identity: String
     var trackID: String
+    var hasContent: Bool
     var title: String?
     var artists: [String]
     var album: String?
@@ -24,6 +31,9 @@ struct MPRISState: Sendable, Equatable {
     var canGoNext: Bool
     var canGoPrevious: Bool
 
+    /// The speed MPRIS reports: the device's own while it plays, 1 otherwise.
+    private var rate: Double { snapshot.rate.isFinite && snapshot.rate > 0 ? snapshot.rate : 1 }
+
     /// The values of org.mpris.MediaPlayer2.Player, Position aside (it is read, never signalled).
     var playerProperties: [String: DBusValue] {
         var metadata: [String: DBusValue] = ["mpris:trackid": .objectPath(trackID)]
@@ -33,10 +43,10 @@ struct MPRISState: Sendable, Equatable {
         if let length, length > 0 { metadata["mpris:length"] = .int64(length) }
         if let artURL { metadata["mpris:artUrl"] = .string(artURL) }
         return [
-            "PlaybackStatus": .string(snapshot.isPlaying ? "Playing" : "Paused"),
-            "Rate": .double(snapshot.rate > 0 ? snapshot.rate : 1),
-            "MinimumRate": .double(1),
-            "MaximumRate": .double(1),
+            "PlaybackStatus": .string(!hasContent ? "Stopped" : snapshot.isPlaying ? "Playing" : "Paused"),
+            "Rate": .double(rate),
+            "MinimumRate": .double(min(1, rate)),
+            "MaximumRate": .double(max(1, rate)),
             "Metadata": .dictionary(metadata),
             "Volume": .double(volume ?? 1),
             "CanGoNext": .boolean(canGoNext),
@@ -54,8 +64,11 @@ struct MPRISState: Sendable, Equatable {
          "HasTrackList": .boolean(false), "SupportedUriSchemes": .strings([]), "SupportedMimeTypes": .strings([])]
     }
 
-    /// Microseconds into the item at `date`.
-    func position(at date: Date) -> Int64 { Int64((snapshot.elapsed(at: date) * 1_000_000).rounded()) }
+    /// Microseconds into the item at `date`: extrapolated while playing, never past the length.
+    func position(at date: Date) -> Int64 {
+        let position = microseconds(snapshot.elapsed(at: date))
+        return length.map { $0 > 0 ? min($0, position) : position } ?? position
+    }
 }
 
 /// A request from the desktop, for the session to carry out.
@@ -67,6 +80,9 @@ enum MPRISRequest: Sendable {
 }
 
 /// The MPRIS object of one session; the GDBus side calls it on the D-Bus thread.
+///
+/// Requests are carried out one after another in the order they came (a volume slider's levels land in
+/// order); once `retire()` has been called, none is carried out any more.
 final class MPRISPlayer: DBusObjectHandler {
     static let path = "/org/mpris/MediaPlayer2"
     static let rootInterface = "org.mpris.MediaPlayer2"
@@ -74,42 +90,61 @@ final class MPRISPlayer: DBusObjectHandler {
     /// How far the device's position may stray from the extrapolated one before it counts as a jump (Seeked).
     static let jumpThreshold = 1.5
 
+    private struct Shared {
+        var state: MPRISState
+        /// Artwork written to the cache, by artwork id.
+        var artURLs: [String: String] = [:]
+        /// The last Seeked sent for a Seek or SetPosition: the jump it causes is not signalled again.
+        var seekedTo: (position: Double, at: Date)?
+        /// The last request's work: the next one waits for it.
+        var tail: Task<Void, Never>?
+        var retired = false
+    }
+
     private let bus: DBusConnection
-    private let state: Mutex<MPRISState>
+    private let shared: Mutex<Shared>
     private let perform: @Sendable (MPRISRequest) async throws -> Void
 
     init(bus: DBusConnection, state: MPRISState, perform: @escaping @Sendable (MPRISRequest) async throws -> Void) {
         self.bus = bus
-        self.state = Mutex(state)
+        self.shared = Mutex(Shared(state: state))
         self.perform = perform
     }
 
-    /// Takes a new state: signals the properties that changed, and Seeked when the position jumped.
+    /// Takes a new state: signals the properties that changed, and Seeked when the position jumped. Signals are
+    /// sent under the lock, so they reach the bus in the order the states were taken.
     func update(_ new: MPRISState) {
-        var current = new
-        let old = state.withLock { state -> MPRISState in
-            let old = state
-            // Artwork written for this picture stays until the picture changes.
-            if current.artworkID == old.artworkID, current.artURL == nil { current.artURL = old.artURL }
-            state = current
-            return old
-        }
-        signalChanges(from: old, to: current)
-        if old.trackID == current.trackID {
+        shared.withLock { shared in
+            let old = shared.state
+            var current = new
+            if let id = current.artworkID { current.artURL = shared.artURLs[id] }
+            shared.state = current
+            signalChanges(from: old, to: current)
+            guard old.trackID == current.trackID else { return }
             let expected = old.snapshot.elapsed(at: current.snapshot.timestamp)
-            if abs(current.snapshot.elapsed - expected) > Self.jumpThreshold { emitSeeked(current.position(at: Date())) }
+            guard abs(current.snapshot.elapsed - expected) > Self.jumpThreshold else { return }
+            if let seeked = shared.seekedTo, Date().timeIntervalSince(seeked.at) < 3,
+               abs(current.snapshot.elapsed - seeked.position) < Self.jumpThreshold {
+                return // the jump a Seek asked for, already signalled
+            }
+            emitSeeked(current.position(at: Date()))
         }
     }
 
     /// The artwork of `artworkID` is at `url` now (written to the cache).
     func setArtURL(_ url: String, for artworkID: String) {
-        let change = state.withLock { state -> (MPRISState, MPRISState)? in
-            guard state.artworkID == artworkID, state.artURL != url else { return nil }
-            let old = state
-            state.artURL = url
-            return (old, state)
+        shared.withLock { shared in
+            shared.artURLs[artworkID] = url
+            guard shared.state.artworkID == artworkID, shared.state.artURL != url else { return }
+            let old = shared.state
+            shared.state.artURL = url
+            signalChanges(from: old, to: shared.state)
         }
-        if let (old, new) = change { signalChanges(from: old, to: new) }
+    }
+
+    /// No request is carried out from now on (the session has left the bus).
+    func retire() {
+        shared.withLock { $0.retired = true }
     }
 
     private func signalChanges(from old: MPRISState, to new: MPRISState) {
@@ -125,7 +160,7 @@ final class MPRISPlayer: DBusObjectHandler {
     }
 
     func property(interface: String, name: String) -> DBusValue? {
-        let current = state.withLock { $0 }
+        let current = shared.withLock { $0.state }
         switch interface {
         case Self.rootInterface: return current.rootProperties[name]
         case Self.playerInterface:
@@ -137,62 +172,76 @@ final class MPRISPlayer: DBusObjectHandler {
 
     func setProperty(interface: String, name: String, value: DBusValue) throws {
         switch (name, value.unwrapped) {
-        case ("Volume", .double(let level)):
-            let perform = self.perform
-            Task { try? await perform(.volume(min(1, max(0, level)))) }
-        case ("Rate", .double):
-            break // only 1 is supported (MinimumRate = MaximumRate = 1); the spec asks to ignore others
+        case ("Volume", .double(let level)) where level.isFinite:
+            enqueue(.volume(min(1, max(0, level))), reply: nil)
+        case ("Rate", .double(let rate)):
+            // The spec: a Rate of 0 is a Pause; other speeds than the device's own are not offered.
+            if rate == 0 { enqueue(.pause, reply: nil) }
         default:
-            throw DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) cannot be set")
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(name) cannot be set to that")
         }
     }
 
-    func call(interface: String, method: String, arguments: [DBusValue]) async throws -> [DBusValue] {
-        let current = state.withLock { $0 }
+    func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
+        let current = shared.withLock { $0.state }
         switch (interface, method) {
         case (Self.rootInterface, "Raise"), (Self.rootInterface, "Quit"):
-            return [] // CanRaise and CanQuit are false: no effect, as the spec says
-        case (Self.playerInterface, "Play"): try await run(.play)
-        case (Self.playerInterface, "Pause"): try await run(.pause)
-        case (Self.playerInterface, "PlayPause"): try await run(.playPause)
-        case (Self.playerInterface, "Stop"): try await run(.stop)
-        case (Self.playerInterface, "Next"): try await run(.next)
-        case (Self.playerInterface, "Previous"): try await run(.previous)
+            reply(.success([])) // CanRaise and CanQuit are false: no effect, as the spec says
+        case (Self.playerInterface, "Play"): enqueue(.play, reply: reply)
+        case (Self.playerInterface, "Pause"): enqueue(.pause, reply: reply)
+        case (Self.playerInterface, "PlayPause"): enqueue(.playPause, reply: reply)
+        case (Self.playerInterface, "Stop"): enqueue(.stop, reply: reply)
+        case (Self.playerInterface, "Next"): enqueue(.next, reply: reply)
+        case (Self.playerInterface, "Previous"): enqueue(.previous, reply: reply)
         case (Self.playerInterface, "Seek"):
-            guard case .int64(let offset)? = arguments.first, current.canSeek else { return [] }
-            var target = current.snapshot.elapsed(at: Date()) + Double(offset) / 1_000_000
+            guard case .int64(let offset)? = arguments.first, current.canSeek else { return reply(.success([])) }
+            var target = Double(current.position(at: Date())) / 1_000_000 + Double(offset) / 1_000_000
             if let length = current.length, target * 1_000_000 > Double(length) {
                 // Past the end: the spec says to act as Next.
-                if current.canGoNext { try await run(.next); return [] }
+                if current.canGoNext { return enqueue(.next, reply: reply) }
                 target = Double(length) / 1_000_000
             }
-            try await seek(to: max(0, target))
+            enqueue(.seek(to: max(0, target)), reply: reply)
         case (Self.playerInterface, "SetPosition"):
             guard arguments.count == 2, case .objectPath(let track) = arguments[0], case .int64(let position) = arguments[1],
                   current.canSeek, track == current.trackID, position >= 0,
-                  current.length.map({ position <= $0 }) ?? true else { return [] }
-            try await seek(to: Double(position) / 1_000_000)
+                  current.length.map({ position <= $0 }) ?? true else { return reply(.success([])) }
+            enqueue(.seek(to: Double(position) / 1_000_000), reply: reply)
         case (Self.playerInterface, "OpenUri"):
-            throw DBusError(name: "org.freedesktop.DBus.Error.NotSupported", "route plays what it casts; use `route cast` to play a URI")
+            reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.NotSupported", "route plays what it casts; use `route cast` to play a URI")))
         default:
-            throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(interface).\(method)")
-        }
-        return []
-    }
-
-    private func run(_ request: MPRISRequest) async throws {
-        do {
-            try await perform(request)
-        } catch let error as DBusError {
-            throw error
-        } catch {
-            throw DBusError("\(error)")
+            reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(interface).\(method)")))
         }
     }
 
-    private func seek(to seconds: Double) async throws {
-        try await run(.seek(to: seconds))
-        emitSeeked(Int64((seconds * 1_000_000).rounded()))
+    /// Carries out `request` after those before it; answers `reply` when done.
+    private func enqueue(_ request: MPRISRequest, reply: DBusReply?) {
+        let perform = self.perform
+        shared.withLock { shared in
+            let previous = shared.tail
+            shared.tail = Task {
+                await previous?.value
+                guard !self.shared.withLock({ $0.retired }) else {
+                    reply?(.failure(DBusError("the player has left the bus")))
+                    return
+                }
+                do {
+                    try await perform(request)
+                    if case .seek(let seconds) = request { self.seeked(to: seconds) }
+                    reply?(.success([]))
+                } catch {
+                    reply?(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// Signals Seeked after a Seek or SetPosition, and remembers it so that the jump is not signalled twice.
+    private func seeked(to seconds: Double) {
+        shared.withLock { shared in
+            shared.seekedTo = (seconds, Date())
+            emitSeeked(microseconds(seconds))
+        }
     }
 }
 
@@ -246,7 +295,9 @@ enum MPRISNames {
         <property name="Rate" type="d" access="readwrite"/>
         <property name="Metadata" type="a{sv}" access="read"/>
         <property name="Volume" type="d" access="readwrite"/>
-        <property name="Position" type="x" access="read"/>
+        <property name="Position" type="x" access="read">
+          <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
+        </property>
         <property name="MinimumRate" type="d" access="read"/>
         <property name="MaximumRate" type="d" access="read"/>
         <property name="CanGoNext" type="b" access="read"/>

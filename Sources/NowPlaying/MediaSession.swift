@@ -55,23 +55,33 @@ public final class MediaSession {
             bus = try await Self.connecting.run(timeout: .seconds(5), timedOut: { DBusError("the session bus did not answer within 5 s") }) {
                 try DBusConnection.session(address: address)
             }
+        } catch is CancellationError {
+            return
         } catch {
             throw NowPlayingError.noSessionBus("\(error)")
         }
+        guard !Task.isCancelled else { return }
         let id = model.id
         let name = MPRISNames.busName(for: id)
         let player = MPRISPlayer(bus: bus, state: Self.state(of: model)) { [weak self] request in
             try await self?.perform(request)
         }
+        // The object first, then the name: a client that sees the name finds the player there.
         let registration: DBusRegistration
         do {
-            registration = try bus.export(path: MPRISPlayer.path, introspectionXML: MPRISNames.introspection, handler: player)
-            try bus.requestName(name)
+            registration = try await Self.connecting.run(timeout: .seconds(10), timedOut: { DBusError("the session bus did not answer within 10 s") }) {
+                let registration = try bus.export(path: MPRISPlayer.path, introspectionXML: MPRISNames.introspection, handler: player)
+                do { try bus.requestName(name) } catch { registration.end(); throw error }
+                return registration
+            }
+        } catch is CancellationError {
+            return
         } catch {
             throw NowPlayingError.refused("\(error)")
         }
         MediaSessions.published.append(id)
         defer {
+            player.retire()
             MediaSessions.published.removeAll { $0 == id }
             if MediaSessions.active == id { MediaSessions.active = nil }
             bus.releaseName(name)
@@ -82,7 +92,7 @@ public final class MediaSession {
         // task is cancelled (Observations' own sequence waits for a change before it notices).
         let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await withDiscardingTaskGroup { group in
-            var artworkShown: String?
+            var artworkLoaded: Set<String> = []
             var wasPlaying = false
             var wakeUps = changes.makeAsyncIterator()
             repeat {
@@ -90,8 +100,8 @@ public final class MediaSession {
                 player.update(state)
                 if state.snapshot.isPlaying, !wasPlaying { MediaSessions.active = id }
                 wasPlaying = state.snapshot.isPlaying
-                if let artwork = model.content?.artwork, artwork.id != artworkShown {
-                    artworkShown = artwork.id
+                if let artwork = model.content?.artwork, !artworkLoaded.contains(artwork.id) {
+                    artworkLoaded.insert(artwork.id)
                     group.addTask {
                         if let url = try? await ArtworkCache.file(for: artwork) { player.setArtURL(url, for: artwork.id) }
                     }
@@ -108,10 +118,12 @@ public final class MediaSession {
         return MPRISState(
             identity: model.displayName,
             trackID: content.map { MPRISNames.trackID(for: $0.identifier) } ?? "/org/mpris/MediaPlayer2/TrackList/NoTrack",
-            title: content?.title, artists: content?.artists ?? [], album: content?.album,
-            length: content?.duration.seconds.map { Int64(($0 * 1_000_000).rounded()) },
+            hasContent: content != nil, title: content?.title, artists: content?.artists ?? [], album: content?.album,
+            length: content?.duration.seconds.map(microseconds),
             artworkID: content?.artwork?.id, artURL: nil, snapshot: model.playbackSnapshot, volume: model.volume,
-            canPause: commands.pause.isEnabled || commands.togglePlayPause.isEnabled, canSeek: commands.seek.isEnabled,
+            canPause: commands.pause.isEnabled || commands.togglePlayPause.isEnabled,
+            // A live broadcast is never seeked, whatever the model offers.
+            canSeek: commands.seek.isEnabled && content?.duration != .live,
             canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled)
     }
 
@@ -119,8 +131,13 @@ public final class MediaSession {
     private func perform(_ request: MPRISRequest) async throws {
         let commands = model.commands
         switch request {
-        case .play: try await commands.play()
-        case .pause: try await commands.pause()
+        // A model that offers only the toggle gets it for Play and Pause, when the state calls for it.
+        case .play:
+            if commands.play.isEnabled { try await commands.play() }
+            else if !model.playbackSnapshot.isPlaying { try await commands.togglePlayPause() }
+        case .pause:
+            if commands.pause.isEnabled { try await commands.pause() }
+            else if model.playbackSnapshot.isPlaying { try await commands.togglePlayPause() }
         case .playPause:
             if commands.togglePlayPause.isEnabled { try await commands.togglePlayPause() }
             else if model.playbackSnapshot.isPlaying { try await commands.pause() }
@@ -155,8 +172,10 @@ enum ArtworkCache {
         let directory = cache + "/route/artwork"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let ext = image.mimeType.contains("png") ? "png" : image.mimeType.contains("gif") ? "gif" : "jpg"
-        let name = String(artwork.id.unicodeScalars.prefix(64).map { CharacterSet.alphanumerics.contains($0) ? Character($0) : "_" })
-        let path = "\(directory)/\(name).\(ext)"
+        // Named by a hash of the whole id: two ids never share a file.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in artwork.id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let path = "\(directory)/\(String(hash, radix: 16)).\(ext)"
         if !FileManager.default.fileExists(atPath: path) { try image.data.write(to: URL(fileURLWithPath: path), options: .atomic) }
         return URL(fileURLWithPath: path).absoluteString
     }

@@ -35,19 +35,24 @@ public struct PlaybackSnapshot: Sendable, Hashable {
 
 /// A command a desktop may send: a closure, and whether it is offered now.
 public struct MediaCommand<Argument: Sendable>: Sendable {
-    /// Whether the command is offered (a desktop greys out one that is not).
-    public var isEnabled: Bool
+    /// Whether the command is offered (a desktop greys out one that is not); a command without a closure
+    /// (`.disabled`) is never offered.
+    public var isEnabled: Bool {
+        get { enabled && handler != nil }
+        set { enabled = newValue }
+    }
+    private var enabled: Bool
     private let handler: (@Sendable (Argument) async throws -> Void)?
 
     /// An enabled command that runs `handler`.
     public init(_ handler: @escaping @Sendable (Argument) async throws -> Void) {
         self.handler = handler
-        isEnabled = true
+        enabled = true
     }
 
     private init(disabled: Void) {
         handler = nil
-        isEnabled = false
+        enabled = false
     }
 
     /// A command that is not offered.

@@ -24,7 +24,8 @@ public enum DBusValue: Sendable, Equatable {
     fileprivate func makeVariant() -> OpaquePointer {
         switch self {
         case .string(let text): return g_variant_new_string(text)
-        case .objectPath(let path): return g_variant_new_object_path(path)
+        // An invalid path would give NULL (and a critical): "/" stands in for it.
+        case .objectPath(let path): return g_variant_new_object_path(g_variant_is_object_path(path) != 0 ? path : "/")
         case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
         case .int64(let number): return g_variant_new_int64(gint64(number))
         case .uint32(let number): return g_variant_new_uint32(number)
@@ -95,11 +96,34 @@ public struct DBusError: Error, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// What an exported object does when it is called: GDBus calls these on the D-Bus loop's thread, so
-/// `property` must answer at once; `call` may take its time (the reply is sent when it returns).
+/// The answer to one method call, sent once (later calls do nothing): the reply's values, or an error
+/// (`DBusError` keeps its name; any other becomes org.freedesktop.DBus.Error.Failed).
+public final class DBusReply: Sendable {
+    private let invocation: Mutex<Invocation?>
+
+    fileprivate init(_ invocation: Invocation) { self.invocation = Mutex(invocation) }
+
+    /// Answers the call.
+    public func callAsFunction(_ result: Result<[DBusValue], any Error>) {
+        guard let pending = invocation.withLock({ $0.take() }) else { return }
+        switch result {
+        case .success(let values):
+            g_dbus_method_invocation_return_value(pending.pointer, values.isEmpty ? nil : DBusValue.tuple(values))
+        case .failure(let error as DBusError):
+            answer(pending.pointer, error: error.name, error.message)
+        case .failure(let error):
+            answer(pending.pointer, error: "org.freedesktop.DBus.Error.Failed", "\(error)")
+        }
+    }
+
+    deinit { self(.failure(DBusError("the call was dropped"))) }
+}
+
+/// What an exported object does when it is called: GDBus calls these on the D-Bus loop's thread, in the
+/// order the calls arrive, so each must return at once; `call` answers through `reply`, now or later.
 public protocol DBusObjectHandler: Sendable {
-    /// A method call; returns the reply's values (none for a method without out arguments).
-    func call(interface: String, method: String, arguments: [DBusValue]) async throws -> [DBusValue]
+    /// A method call; `reply` takes the reply's values (none for a method without out arguments).
+    func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply)
     /// A property's current value; nil when there is none.
     func property(interface: String, name: String) -> DBusValue?
     /// Sets a writable property.
@@ -134,13 +158,17 @@ public final class DBusConnection: Sendable {
         guard let address = address ?? sessionAddress else {
             throw DBusError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus)")
         }
-        var error: UnsafeMutablePointer<GError>?
-        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-            | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
-            throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
+        // Made on the D-Bus loop's thread, so that the connection's own signals (closed) belong to a running context.
+        let made: UInt = try loop.perform {
+            var error: UnsafeMutablePointer<GError>?
+            let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+                | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+            guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
+                throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
+            }
+            return UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(connection)))
         }
-        return DBusConnection(connection)
+        return DBusConnection(OpaquePointer(bitPattern: made)!)
     }
 
     private init(_ connection: OpaquePointer) {
@@ -164,17 +192,20 @@ public final class DBusConnection: Sendable {
 
     /// Gives `name` back (best effort: the bus drops it anyway when the process ends).
     public func releaseName(_ name: String) {
-        _ = try? callBus("ReleaseName", [.string(name)])
+        _ = try? callBus("ReleaseName", [.string(name)], timeout: 1000)
     }
+
+    /// Whether the bus has gone (the daemon ended, or the connection broke).
+    public var isClosed: Bool { g_dbus_connection_is_closed(connection) != 0 }
 
     /// The unique name of the connection (`:1.42`).
     public var uniqueName: String { g_dbus_connection_get_unique_name(connection).map { String(cString: $0) } ?? "" }
 
-    private func callBus(_ method: String, _ arguments: [DBusValue]) throws -> [DBusValue] {
+    private func callBus(_ method: String, _ arguments: [DBusValue], timeout: Int32 = 5000) throws -> [DBusValue] {
         var error: UnsafeMutablePointer<GError>?
         guard let reply = g_dbus_connection_call_sync(connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                                       "org.freedesktop.DBus", method, DBusValue.tuple(arguments), nil,
-                                                      G_DBUS_CALL_FLAGS_NONE, 5000, nil, &error) else {
+                                                      G_DBUS_CALL_FLAGS_NONE, timeout, nil, &error) else {
             throw DBusError(GLibError("the session bus refused \(method)", error).description)
         }
         defer { g_variant_unref(reply) }
@@ -272,37 +303,46 @@ private func handler(_ data: gpointer?) -> any DBusObjectHandler {
     Unmanaged<HandlerBox>.fromOpaque(data!).takeUnretainedValue().handler
 }
 
-private func arguments(of parameters: OpaquePointer?) -> [DBusValue] {
+/// The arguments of a call, in order; nil when one is of a type route does not read.
+private func arguments(of parameters: OpaquePointer?) -> [DBusValue]? {
     guard let parameters else { return [] }
-    return (0..<g_variant_n_children(parameters)).compactMap { index in
+    var values: [DBusValue] = []
+    for index in 0..<g_variant_n_children(parameters) {
         let child = g_variant_get_child_value(parameters, index)!
         defer { g_variant_unref(child) }
-        return DBusValue(child)
+        guard let value = DBusValue(child) else { return nil }
+        values.append(value)
     }
+    return values
+}
+
+/// Answers a call with an error, under a valid D-Bus error name (an invalid one would leave it unanswered).
+private func answer(_ invocation: OpaquePointer, error name: String, _ message: String) {
+    let valid = g_dbus_is_error_name(name) != 0 ? name : "org.freedesktop.DBus.Error.Failed"
+    g_dbus_method_invocation_return_dbus_error(invocation, valid, message)
+}
+
+/// Sets a GError to a D-Bus error of `name` (for property reads and writes).
+private func fail(_ failure: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?, _ name: String, _ message: String) {
+    let valid = g_dbus_is_error_name(name) != 0 ? name : "org.freedesktop.DBus.Error.Failed"
+    withVaList([]) { g_dbus_error_set_dbus_error_valist(failure, valid, message, nil, $0) }
 }
 
 // Called on the D-Bus loop's thread (the thread-default context when the object was exported).
 private let dbusMethodCall: GDBusInterfaceMethodCallFunc = { _, _, _, interface, method, parameters, invocation, data in
     let target = handler(data)
     let interface = String(cString: interface!), method = String(cString: method!)
-    let arguments = arguments(of: parameters)
-    let pending = Invocation(pointer: invocation!)
-    Task {
-        do {
-            let reply = try await target.call(interface: interface, method: method, arguments: arguments)
-            g_dbus_method_invocation_return_value(pending.pointer, reply.isEmpty ? nil : DBusValue.tuple(reply))
-        } catch let error as DBusError {
-            g_dbus_method_invocation_return_dbus_error(pending.pointer, error.name, error.message)
-        } catch {
-            g_dbus_method_invocation_return_dbus_error(pending.pointer, "org.freedesktop.DBus.Error.Failed", "\(error)")
-        }
+    let reply = DBusReply(Invocation(pointer: invocation!))
+    guard let arguments = arguments(of: parameters) else {
+        return reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method): an argument of a type route does not read")))
     }
+    target.call(interface: interface, method: method, arguments: arguments, reply: reply)
 }
 
 private let dbusGetProperty: GDBusInterfaceGetPropertyFunc = { _, _, _, interface, name, failure, data in
     let interface = String(cString: interface!), name = String(cString: name!)
     guard let value = handler(data).property(interface: interface, name: name) else {
-        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_UNKNOWN_PROPERTY.rawValue), "no property \(name)")
+        fail(failure, "org.freedesktop.DBus.Error.UnknownProperty", "no property \(name)")
         return nil
     }
     return value.makeVariant()
@@ -311,14 +351,17 @@ private let dbusGetProperty: GDBusInterfaceGetPropertyFunc = { _, _, _, interfac
 private let dbusSetProperty: GDBusInterfaceSetPropertyFunc = { _, _, _, interface, name, value, failure, data in
     let interface = String(cString: interface!), name = String(cString: name!)
     guard let value, let decoded = DBusValue(value) else {
-        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_INVALID_ARGS.rawValue), "\(name): unexpected type")
+        fail(failure, "org.freedesktop.DBus.Error.InvalidArgs", "\(name): unexpected type")
         return 0
     }
     do {
         try handler(data).setProperty(interface: interface, name: name, value: decoded)
         return 1
+    } catch let error as DBusError {
+        fail(failure, error.name, error.message)
+        return 0
     } catch {
-        g_set_error_literal(failure, g_dbus_error_quark(), gint(G_DBUS_ERROR_FAILED.rawValue), "\(error)")
+        fail(failure, "org.freedesktop.DBus.Error.Failed", "\(error)")
         return 0
     }
 }

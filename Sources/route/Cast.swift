@@ -77,9 +77,13 @@ enum Cast {
             }
             printer.finish()
         }
-        // On the desktop's media controls while it plays; off the bus when the cast ends.
+        // On the desktop's media controls while it plays; off the bus when the cast ends. Without a session bus,
+        // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
+        let saysUnavailable = isatty(STDERR_FILENO) == 1
         let published = Task { @MainActor in
-            await CastPublication.run(session, probes: probes) { printError("route cast: \($0)", overStatus: true) }
+            await CastPublication.run(session, probes: probes) { reason in
+                if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
+            }
         }
         defer { published.cancel() }
         do {

@@ -183,12 +183,13 @@ enum ControlClient {
         return reply
     }
 
-    /// Live sessions and the devices they play on; stale sockets are removed.
+    /// Live sessions and the devices they play on; stale sockets are removed unless `removingStale` is false
+    /// (`route watch` only looks: a cast stopped with Ctrl-Z does not answer, and keeps its socket).
     /// - Throws: `SetupError` when the runtime directory is not private.
-    static func liveSessions() throws -> [(socket: String, device: MediaDevice)] {
+    static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
-                unlink(path)
+                if removingStale { unlink(path) }
                 return nil
             }
             return (path, device)

@@ -4,6 +4,7 @@
 
 import Foundation
 import NowPlaying
+import RoutePluginHost
 import RouteCore
 import Synchronization
 
@@ -13,66 +14,118 @@ enum Watch {
         guard Providers.discoverNetwork(providers) else {
             throw UsageError(description: "route watch follows network devices; --providers names none (local is this computer's own output)")
         }
+        let stopped = InterruptFlag()
         let output = WatchOutput(json: parsed.has("json"))
-        let watching = Task { await watch(router, output: output) }
-        let signals = SignalHandlers { watching.cancel() }
+        let watching = Task<Void, Never> {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await router.run() }
+                group.addTask { await follow(router, output: output) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        // Nobody reads the output any more (`route watch --json | head -1`): the watch ends.
+        let closed = InterruptFlag()
+        output.onClosed = {
+            closed.set()
+            watching.cancel()
+        }
+        // The first signal ends the watch (mirrors leave the bus, devices are let go); a second exits at once.
+        let signals = SignalHandlers {
+            if stopped.isSet {
+                PluginProvider.killAll()
+                exit(ExitCode.interrupted.rawValue)
+            }
+            stopped.set()
+            watching.cancel()
+        }
         defer { signals.cancel() }
         await watching.value
-        return .interrupted
+        // Discovery does not end by itself: anything but a signal or a closed output is a failure.
+        return stopped.isSet ? .interrupted : closed.isSet ? .success : .failure
     }
 
-    /// Discovers, and follows each route that can be observed, until cancelled.
-    private static func watch(_ router: MediaRouter, output: WatchOutput) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await router.run() }
-            group.addTask {
-                var followed: [String: Task<Void, Never>] = [:]
-                for await devices in router.deviceUpdates() {
-                    let routes = devices.flatMap { device in device.routes.filter { $0.provider != "local" }.map { (device, $0) } }
-                    let present = Set(routes.map(\.1.id))
-                    for (id, task) in followed where !present.contains(id) {
-                        task.cancel()
-                        followed[id] = nil
-                    }
-                    for (device, route) in routes where followed[route.id] == nil {
-                        followed[route.id] = Task { await follow(route, on: device, router: router, output: output) }
-                    }
+    /// Follows every route of every device discovered, each in a task of its own, until cancelled. A route that
+    /// changes (a renderer back on another port) is followed anew, once its old follower has let it go.
+    private static func follow(_ router: MediaRouter, output: WatchOutput) async {
+        var followed: [String: (route: MediaRoute, task: Task<Void, Never>)] = [:]
+        for await devices in router.deviceUpdates() {
+            let routes = devices.flatMap { device in device.routes.filter { $0.provider != "local" }.map { (device, $0) } }
+            let present = Dictionary(routes.map { ($0.1.id, $0.1) }, uniquingKeysWith: { first, _ in first })
+            for (id, entry) in followed where present[id] != entry.route {
+                entry.task.cancel()
+                followed[id] = nil
+                if let route = present[id], let device = routes.first(where: { $0.1.id == id })?.0 {
+                    let previous = entry.task
+                    followed[id] = (route, Task {
+                        await previous.value
+                        await Follower(route: route, device: device, router: router, output: output).run()
+                    })
                 }
-                for task in followed.values { task.cancel() }
-                for task in followed.values { await task.value }
             }
-            await group.next()
-            group.cancelAll()
+            for (device, route) in routes where followed[route.id] == nil {
+                followed[route.id] = (route, Task { await Follower(route: route, device: device, router: router, output: output).run() })
+            }
         }
+        for entry in followed.values { entry.task.cancel() }
+        for entry in followed.values { await entry.task.value }
     }
+}
 
-    /// Follows what one route's device plays, publishing a mirror while a session no cast of ours owns plays there.
-    private static func follow(_ route: MediaRoute, on device: MediaDevice, router: MediaRouter, output: WatchOutput) async {
-        guard let controller = try? await router.controller(for: route) else { return }
-        guard (try? await controller.observe()) == true else {
+/// Follows what one route's device plays, and publishes a mirror while it plays a session that no `route cast`
+/// of this user's plays.
+private struct Follower {
+    let route: MediaRoute
+    let device: MediaDevice
+    let router: MediaRouter
+    let output: WatchOutput
+
+    /// Until cancelled: a device that cannot be reached, or is lost, is tried again with backoff (1 s doubling
+    /// to 30 s); one whose controller cannot observe is left alone.
+    func run() async {
+        var backoff: Duration = .seconds(1)
+        while !Task.isCancelled {
+            guard let controller = try? await router.controller(for: route) else {
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(30))
+                continue
+            }
+            guard (try? await controller.observe()) == true else {
+                await controller.close()
+                return
+            }
+            let started = ContinuousClock.now
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await controller.run() }
+                group.addTask { await mirror(controller) }
+                await group.next()
+                group.cancelAll()
+            }
             await controller.close()
-            return
+            if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, .seconds(30))
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await controller.run() }
-            group.addTask { await mirror(controller.statusUpdates(), of: controller, on: device, output: output) }
-            await group.next()
-            group.cancelAll()
-        }
-        await controller.close()
     }
 
-    /// Publishes a mirror while the device plays (or pauses) a session that is not a `route cast` of this user's.
-    private static func mirror(_ statuses: AsyncStream<PlaybackStatus>, of controller: any RouteController, on device: MediaDevice,
-                               output: WatchOutput) async {
+    /// Mirrors the controller's sessions: one publication for as long as the device plays something not ours (a
+    /// new item of another controller's updates it), gone when the device stops or a cast of ours takes over.
+    private func mirror(_ controller: any RouteController) async {
         var mirror: Mirror?
-        for await status in statuses {
+        // Whether the session playing is a `route cast` of ours, decided once per session.
+        var decided: (session: String, ours: Bool)?
+        for await status in controller.statusUpdates() {
             // A session is known once the device says what it plays (its first event may say PLAYING alone).
-            let inSession = (status.state == .playing || status.state == .paused) && status.sessionID != nil
-            if inSession, mirror == nil || mirror?.sessionID != status.sessionID {
-                await mirror?.end(output)
-                mirror = nil
-                if await !OwnCasts.play(on: device) {
+            let inSession = (status.state == .playing || status.state == .paused || status.state == .loading && mirror != nil)
+                && status.sessionID != nil
+            if inSession, let session = status.sessionID {
+                if decided?.session != session {
+                    decided = (session, await OwnCasts.play(on: device))
+                }
+                if decided?.ours == true {
+                    await mirror?.end(output)
+                    mirror = nil
+                } else if mirror == nil, status.state != .loading {
                     mirror = await Mirror.start(status, of: controller, on: device, output: output)
                 }
             } else if !inSession, status.state != .loading, let ending = mirror {
@@ -87,7 +140,6 @@ enum Watch {
 
 /// One mirrored session: its model and its publication.
 private struct Mirror {
-    let sessionID: String?
     let model: RemotePlayback
     let publication: Task<Void, Never>
     let player: String
@@ -107,7 +159,7 @@ private struct Mirror {
             do { try await MediaSession(model).run() } catch { output.unavailable("\(error)") }
         }
         output.event("mirroring", device: device, title: await model.content?.title, player: player)
-        return Mirror(sessionID: status.sessionID, model: model, publication: publication, player: player)
+        return Mirror(model: model, publication: publication, player: player)
     }
 
     func end(_ output: WatchOutput) async {
@@ -121,12 +173,11 @@ private struct Mirror {
 private enum OwnCasts {
     static func play(on device: MediaDevice) async -> Bool {
         let routes = Set(device.routes.map(\.id))
-        let sessions = (try? await offThePool { (try? ControlClient.liveSessions()) ?? [] }) ?? []
+        let sessions = await withCheckedContinuation { continuation in
+            // Socket I/O with timeouts: on a thread of its own, never the cooperative pool.
+            Thread { continuation.resume(returning: (try? ControlClient.liveSessions(removingStale: false)) ?? []) }.start()
+        }
         return sessions.contains { $0.device.id == device.id || !routes.isDisjoint(with: $0.device.routes.map(\.id)) }
-    }
-
-    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async throws -> T {
-        await withCheckedContinuation { continuation in Thread { continuation.resume(returning: body()) }.start() }
     }
 }
 
@@ -135,17 +186,25 @@ private enum OwnCasts {
 private final class WatchOutput: Sendable {
     let json: Bool
     private let saidUnavailable = Atomic<Bool>(false)
+    private let closedHandler = Mutex<(@Sendable () -> Void)?>(nil)
     init(json: Bool) { self.json = json }
 
+    /// Called once stdout is closed.
+    var onClosed: (@Sendable () -> Void)? {
+        get { closedHandler.withLock { $0 } }
+        set { closedHandler.withLock { $0 = newValue } }
+    }
+
     func event(_ event: String, device: MediaDevice?, title: String?, player: String) {
+        let line: String
         if json {
-            let line: [String: String] = ["event": event, "device": device?.name ?? "", "title": title ?? "", "player": player]
-            if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
-                _ = printOutput(String(decoding: data, as: UTF8.self))
-            }
+            let fields: [String: String] = ["event": event, "device": device?.name ?? "", "title": title ?? "", "player": player]
+            guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+            line = String(decoding: data, as: UTF8.self)
         } else {
-            _ = printOutput("\(event): \(title.map { DisplayText.clean($0) } ?? "?") on \(DisplayText.clean(device?.name ?? "?"))  (\(player))")
+            line = "\(event): \(title.map { DisplayText.clean($0) } ?? "?") on \(DisplayText.clean(device?.name ?? "?"))  (\(player))"
         }
+        if !printOutput(line) { onClosed?() }
     }
 
     func unavailable(_ reason: String) {

@@ -96,7 +96,7 @@ import Testing
 
 @Suite struct MPRISStateTests {
     private func state(length: Int64?, playing: Bool) -> MPRISState {
-        MPRISState(identity: "TV (route)", trackID: "/org/route/track/t1", title: "Song", artists: ["A", "B"], album: nil,
+        MPRISState(identity: "TV (route)", trackID: "/org/route/track/t1", hasContent: true, title: "Song", artists: ["A", "B"], album: nil,
                    length: length, artworkID: nil, artURL: nil,
                    snapshot: PlaybackSnapshot(isPlaying: playing, elapsed: 5, rate: 1, timestamp: Date(timeIntervalSinceNow: -2)),
                    volume: nil, canPause: true, canSeek: false, canGoNext: false, canGoPrevious: false)
@@ -118,6 +118,20 @@ import Testing
         guard case .dictionary(let metadata)? = properties["Metadata"] else { Issue.record("no Metadata"); return }
         #expect(metadata["mpris:length"] == nil)
         #expect(properties["Rate"] == .double(1) && properties["PlaybackStatus"] == .string("Paused"))
+    }
+
+    @Test func timesNeverTrapAndStayWithinTheItem() {
+        #expect(microseconds(.infinity) == 0 && microseconds(.nan) == 0 && microseconds(-3) == 0)
+        #expect(microseconds(1e300) == 9_200_000_000_000_000_000)
+        var long = state(length: 6_000_000, playing: true)
+        long.snapshot = PlaybackSnapshot(isPlaying: true, elapsed: 5, timestamp: Date(timeIntervalSinceNow: -60))
+        #expect(long.position(at: Date()) == 6_000_000, "never past the length")
+    }
+
+    @Test func withoutContentThePlayerIsStoppedButStillPlayable() {
+        var empty = state(length: nil, playing: false)
+        empty.hasContent = false
+        #expect(empty.playerProperties["PlaybackStatus"] == .string("Stopped") && empty.playerProperties["CanPlay"] == .boolean(true))
     }
 
     @Test func positionIsExtrapolatedWhilePlayingOnly() {

@@ -146,6 +146,9 @@ enum Lab {
         process.standardError = output
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
+        // Foundation does not close a Pipe's descriptors when it goes: the suite would run out of them (libupnp,
+        // in this process, aborts on a descriptor above FD_SETSIZE).
+        try? output.fileHandleForReading.close()
         waitForExit(process, seconds: 30)
         guard !process.isRunning else {
             process.terminate()

@@ -49,6 +49,9 @@ extension LabTests {
                         try String(contentsOfFile: monitor.output, encoding: .utf8).contains("member=Seeked")
                     }
 
+                    // route checks its own seek took on its next poll (a renderer may drop one): the renderer plays on
+                    // from there first, so that the other controller's jump below is not taken for a dropped seek.
+                    try await Lab.until("the renderer plays on from 12 s", within: 4) { try Lab.position() >= 14 }
                     // Another controller pauses and plays: the desktop sees each within 1 s.
                     _ = try Lab.soap("AVTransport", "Pause")
                     try await Lab.until("playerctl shows the renderer's own pause", within: 1) { try bus.playerctl("-p", player, "status") == "Paused" }
@@ -163,13 +166,16 @@ extension LabTests {
     }
 }
 
-@Suite struct NoSessionBusTests {
-    @Test func withoutASessionBusACastPlaysOnAndSaysSoOnce() async throws {
+@Suite(.timeLimit(.minutes(1))) struct NoSessionBusTests {
+    /// At a terminal a person is told once; in a pipe (a script, a service) nothing is said.
+    @Test func withoutASessionBusACastPlaysOnAndSaysSoOnceAtATerminal() async throws {
         try await inSandbox { sandbox in
-            let wav = try await sandbox.wav("short.wav", seconds: 1)
-            let result = try await sandbox.run(["cast", wav, "--to", "This computer"], timeout: 20)
-            #expect(result.status == 0, "\(result)")
-            #expect(result.stderr.components(separatedBy: "desktop media controls are off").count == 2, "said once: \(result.stderr)")
+            let wav = try await sandbox.wav("short.wav", seconds: 2)
+            let run = try await sandbox.runInTerminal(["cast", wav, "--to", "this"], steps: ["wait:▶"])
+            #expect(run.exit == 0, "\(run.output)")
+            #expect(run.output.components(separatedBy: "desktop media controls are off").count == 2, "said once: \(run.output)")
+            let piped = try await sandbox.run(["cast", wav, "--to", "this"], timeout: 20)
+            #expect(piped.status == 0 && !piped.stderr.contains("desktop media controls"), "\(piped)")
         }
     }
 }

@@ -29,6 +29,8 @@ public func gstLaunch(_ pipeline: String) throws {
     process.standardOutput = FileHandle.nullDevice
     try process.run()
     let output = errors.fileHandleForReading.readDataToEndOfFile()
+    // Foundation does not close a Pipe's descriptors when it goes.
+    try? errors.fileHandleForReading.close()
     waitForExit(process, seconds: 60)
     guard !process.isRunning, process.terminationStatus == 0 else {
         throw ToolFailed(description: "gst-launch-1.0 \(pipeline) failed: \(String(decoding: output, as: UTF8.self))")
