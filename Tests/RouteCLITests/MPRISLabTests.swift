@@ -116,6 +116,30 @@ extension LabTests {
             }
         }
 
+        @Test func watchWithoutASessionBusFollowsOnAndSaysSoOnce() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let watch = try sandbox.start(["watch", "--json"], environment: upnp)
+                let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await sandbox.wav("other.wav", seconds: 20)])
+                try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+                let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                for round in 1...2 {
+                    try Lab.playAsAnotherController(url)
+                    try await Lab.until("mirror \(round) started", within: 6) { watch.stdout.components(separatedBy: "\"mirroring\"").count == round + 1 }
+                    try await Lab.stopRenderer()
+                    try await Lab.until("mirror \(round) ended", within: 4) { watch.stdout.components(separatedBy: "\"ended\"").count == round + 1 }
+                }
+                kill(watch.pid, SIGTERM)
+                let result = await watch.finish(within: 8)
+                #expect(result.status == 130, "\(result)")
+                #expect(result.stderr.components(separatedBy: "desktop media controls are off").count == 2, "said once: \(result.stderr)")
+                let events = result.stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] }
+                #expect(events.count == 4 && events.allSatisfy { $0["device"] == Lab.rendererName }, "\(result.stdout)")
+                kill(server.pid, SIGTERM)
+                _ = await server.finish(within: 5)
+            }
+        }
+
         @Test func everyPropertyHasTheTypeTheMPRISSpecGivesIt() async throws {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in

@@ -26,7 +26,8 @@ import Testing
     }
 }
 
-@Suite struct NowPlayingLibraryTests {
+/// Serialized: MediaSessions (published, active) is the process's, and these tests publish in this process.
+@Suite(.serialized) struct NowPlayingLibraryTests {
     @MainActor @Test func anAppsOwnPlayerIsOnTheBusAndTakesTheDesktopsCommands() async throws {
         try await withSessionBus { bus in
             let player = Player()
@@ -60,4 +61,69 @@ import Testing
             #expect(MediaSessions.published.isEmpty)
         }
     }
+
+    /// Whatever another D-Bus client sends — wrong types, absurd positions, stale track ids, methods that do not
+    /// exist — is refused or ignored, and the player answers on.
+    @MainActor @Test func malformedCallsAreRefusedAndThePlayerAnswersOn() async throws {
+        try await withSessionBus { bus in
+            let player = Player()
+            let publication = Task { @MainActor in try await MediaSession(player, busAddress: bus.address).run() }
+            let name = try await bus.waitForPlayer(within: 5)
+            func call(_ method: String, _ arguments: String...) async throws -> (status: Int32, text: String) {
+                try await offThePool {
+                    try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(name)", "--object-path",
+                                           "/org/mpris/MediaPlayer2", "--method", method] + arguments)
+                }
+            }
+            // dbus-send sends what it is told (gdbus would check the type first).
+            let wrongType = try await offThePool {
+                try bus.tool("dbus-send", ["--session", "--print-reply", "--dest=org.mpris.MediaPlayer2.\(name)", "/org/mpris/MediaPlayer2",
+                                           "org.mpris.MediaPlayer2.Player.Seek", "string:ten"])
+            }
+            #expect(wrongType.status != 0 && wrongType.text.contains("InvalidArgs"), "\(wrongType.text)")
+            // The largest offset there is: clamped to the length, never a trap.
+            #expect(try await call("org.mpris.MediaPlayer2.Player.Seek", "9223372036854775807").status == 0)
+            try await Lab.until("the model is at its end, not past it", within: 3) { abs(player.playbackSnapshot.elapsed - 337) < 0.5 }
+            #expect(try await call("org.mpris.MediaPlayer2.Player.Seek", "--", "-9223372036854775808").status == 0)
+            try await Lab.until("the model is at the start, not before it", within: 3) { player.playbackSnapshot.elapsed == 0 }
+            #expect(try await call("org.mpris.MediaPlayer2.Player.SetPosition", "/org/route/track/stale", "5000000").status == 0)
+            #expect(player.playbackSnapshot.elapsed == 0, "a stale track id changes nothing")
+            let volume = try await call("org.freedesktop.DBus.Properties.Set", "org.mpris.MediaPlayer2.Player", "Volume", "<'loud'>")
+            #expect(volume.status != 0, "\(volume.text)")
+            let open = try await call("org.mpris.MediaPlayer2.Player.OpenUri", "'file:///etc/passwd'")
+            #expect(open.status != 0 && open.text.contains("NotSupported"), "\(open.text)")
+            let unknown = try await call("org.mpris.MediaPlayer2.Player.Explode")
+            #expect(unknown.status != 0, "\(unknown.text)")
+            #expect(try bus.playerctl("-p", name, "status") == "Playing", "still answering")
+            publication.cancel()
+            _ = await publication.result
+        }
+    }
+
+    /// Two sessions at once: each its own player; the one that last started playing is the active one.
+    @MainActor @Test func theSessionThatLastStartedPlayingIsTheActiveOne() async throws {
+        try await withSessionBus { bus in
+            let first = Player(), second = SecondPlayer()
+            first.setPlaying(false)
+            let one = Task { @MainActor in try await MediaSession(first, busAddress: bus.address).run() }
+            let two = Task { @MainActor in try await MediaSession(second, busAddress: bus.address).run() }
+            try await Lab.until("both on the bus", within: 5) { try bus.routePlayers().count == 2 }
+            #expect(MediaSessions.active == "second")
+            #expect(try bus.get("route.second", "org.mpris.MediaPlayer2.Player", "CanSeek").contains("<false>"), "a live broadcast is not seeked")
+            first.setPlaying(true)
+            try await Lab.until("the first is active once it plays", within: 2) { MediaSessions.active == "demo" }
+            one.cancel()
+            two.cancel()
+            _ = await one.result
+            _ = await two.result
+            #expect(MediaSessions.active == nil && MediaSessions.published.isEmpty)
+        }
+    }
+}
+
+@MainActor @Observable final class SecondPlayer: MediaSessionRepresentable {
+    let id = "second"
+    var content: (any MediaContent)? = PodcastContent(title: "Episode 1", show: "A Show", duration: .live)
+    var playbackSnapshot = PlaybackSnapshot(isPlaying: true, elapsed: 0)
+    var commands: MediaCommands { MediaCommands(seek: MediaCommand { _ in }) }
 }
