@@ -371,7 +371,7 @@ actor RendererController: RouteController {
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED" else { return }
         if uri != status.itemURL {
             status.itemURL = uri
-            status.sessionID = "upnp-\(Self.hash(uri))-\(observedSessions)"
+            status.sessionID = "upnp-\(StableName.of(uri))-\(observedSessions)"
             status.itemID = status.sessionID
             status.title = nil
             status.artist = nil
@@ -389,12 +389,6 @@ actor RendererController: RouteController {
         status.title = text("title") ?? status.title
         status.artist = text("artist", "creator")
         status.album = text("album")
-    }
-
-    private static func hash(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return String(hash, radix: 16)
     }
 
     private var byebyeReason: String { "\(device.name) left the network (it sent ssdp:byebye)" }

@@ -2,6 +2,7 @@
 // only when someone shows it.
 
 import Foundation
+import RouteCore
 
 /// Whether an item is heard or watched.
 public enum MediaKind: String, Sendable, Hashable {
@@ -61,9 +62,7 @@ public struct Artwork: Sendable {
 
     /// Artwork of bytes already at hand.
     public init(_ image: ArtworkImage) {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in image.data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        self.init(id: String(hash, radix: 16)) { _ in image }
+        self.init(id: StableName.of(image.data)) { _ in image }
     }
 
     /// The picture for `size` (nil when there is none).

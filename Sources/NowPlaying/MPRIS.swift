@@ -3,6 +3,7 @@
 // turned into the session's commands.
 
 import Foundation
+import RouteCore
 import RouteGLib
 import Synchronization
 
@@ -255,9 +256,7 @@ enum MPRISNames {
 
     /// A track's object path, the same for as long as the item is the same.
     static func trackID(for identifier: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in identifier.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return "/org/route/track/t" + String(hash, radix: 16)
+        "/org/route/track/t" + StableName.of(identifier)
     }
 
     private static func element(_ text: String) -> String {

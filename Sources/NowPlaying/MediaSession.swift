@@ -172,10 +172,8 @@ enum ArtworkCache {
         let directory = cache + "/route/artwork"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let ext = image.mimeType.contains("png") ? "png" : image.mimeType.contains("gif") ? "gif" : "jpg"
-        // Named by a hash of the whole id: two ids never share a file.
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in artwork.id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let path = "\(directory)/\(String(hash, radix: 16)).\(ext)"
+        // Named by a hash of the whole id: two ids do not share a file.
+        let path = "\(directory)/\(StableName.of(artwork.id)).\(ext)"
         if !FileManager.default.fileExists(atPath: path) { try image.data.write(to: URL(fileURLWithPath: path), options: .atomic) }
         return URL(fileURLWithPath: path).absoluteString
     }

@@ -65,10 +65,7 @@ enum SessionDirectory {
     /// The socket of the session casting to a device: named by a hash of the device id (FNV-1a),
     /// since a socket path must fit in 108 bytes and ids (UPnP UDNs) are long.
     static func socket(for device: MediaDevice) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in device.id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let hex = String(hash, radix: 16)
-        return path + "/" + String(repeating: "0", count: 16 - hex.count) + hex + ".sock"
+        path + "/" + StableName.of(device.id) + ".sock"
     }
 
     /// Every session socket present (some may be stale), once the directory is known to be private.
