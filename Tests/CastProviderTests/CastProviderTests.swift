@@ -113,3 +113,32 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(5), "a 100 ms deadline, on a busy machine")
     }
 }
+
+/// Statuses of sessions other senders started (what `route watch` reads): an odd field is left out, never the
+/// whole status.
+@Suite struct ForeignStatusTests {
+    @Test func metadataOfAnotherTypeIsLeftOutAndTheRestIsRead() throws {
+        let payload = """
+        {"type":"MEDIA_STATUS","status":[{"mediaSessionId":3,"playerState":"PLAYING","currentTime":12.5,
+         "media":{"contentId":"http://10.0.0.2/a.mp3","duration":200,
+                  "metadata":{"metadataType":3,"title":"A Song","artist":"A Band","albumName":7,"subtitle":null}}}]}
+        """
+        let session = try #require(MediaSessionStatus.decode(payload)?.first)
+        #expect(session.media?.metadata?.title == "A Song" && session.media?.metadata?.artist == "A Band")
+        #expect(session.media?.metadata?.albumName == nil && session.media?.duration == 200)
+        let notAnObject = payload.replacingOccurrences(of: #"{"metadataType":3,"title":"A Song","artist":"A Band","albumName":7,"subtitle":null}"#, with: #""text""#)
+        #expect(MediaSessionStatus.decode(notAnObject)?.first?.media?.contentId == "http://10.0.0.2/a.mp3")
+    }
+
+    @Test func anAppWithOddNamespacesIsStillSeenAndItsMediaNamespaceCounts() throws {
+        let payload = """
+        {"type":"RECEIVER_STATUS","status":{"applications":[
+          {"appId":"CC1AD845","sessionId":"s1","transportId":"t1","displayName":"Default Media Receiver",
+           "namespaces":[{"name":"urn:x-cast:com.google.cast.media"},{"name":5},"odd"]},
+          {"appId":"E8C28D3C","sessionId":"s2","transportId":"t2","namespaces":"none"}],"volume":{"level":0.5}}}
+        """
+        let apps = try #require(ReceiverStatus.decode(payload)?.applications)
+        #expect(apps.count == 2)
+        #expect(apps[0].playsMedia && !apps[1].playsMedia)
+    }
+}
