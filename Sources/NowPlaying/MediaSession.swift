@@ -47,7 +47,7 @@ public final class MediaSession {
     private static let connecting = BlockingThreads(name: "route-dbus-connect", count: 1)
 
     /// Publishes until cancelled.
-    /// - Throws: `NowPlayingError` when there is no session bus or it refuses the player.
+    /// - Throws: `NowPlayingError` when there is no session bus, it refuses the player, or it goes away.
     public func run() async throws {
         let bus: DBusConnection
         let address = busAddress
@@ -91,11 +91,14 @@ public final class MediaSession {
         // Observation tells of the next change once per tracking; the stream wakes the loop, and ends it when the
         // task is cancelled (Observations' own sequence waits for a change before it notices).
         let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        await withDiscardingTaskGroup { group in
+        let busGone = await withDiscardingTaskGroup { group -> Bool in
+            defer { group.cancelAll() }
             var artworkLoaded: Set<String> = []
             var wasPlaying = false
             var wakeUps = changes.makeAsyncIterator()
             repeat {
+                // The daemon ended (the desktop session is over): nothing is published any more.
+                if bus.isClosed { return true }
                 let state = withObservationTracking { Self.state(of: model) } onChange: { changed.yield() }
                 player.update(state)
                 if state.snapshot.isPlaying, !wasPlaying { MediaSessions.active = id }
@@ -107,8 +110,9 @@ public final class MediaSession {
                     }
                 }
             } while await wakeUps.next() != nil && !Task.isCancelled
-            group.cancelAll()
+            return false
         }
+        if busGone { throw NowPlayingError.refused("the session bus went away") }
     }
 
     /// What MPRIS shows of `model` now.

@@ -34,7 +34,7 @@ extension LabTests {
 
                     try await Lab.until("PropertiesChanged is watched", within: 1) { true }
                     let monitor = try bus.monitor()
-                    defer { monitor.process.terminate() }
+                    defer { kill(monitor.process.processIdentifier, SIGKILL) }
                     _ = try bus.playerctl("-p", player, "pause")
                     try await Lab.until("the renderer is paused by playerctl", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }
                     try await Lab.until("PropertiesChanged said Paused", within: 2) {

@@ -5,6 +5,7 @@ import Foundation
 import NowPlaying
 import Observation
 import RouteTestSupport
+import Synchronization
 import Testing
 
 // README: "As a library", the NowPlaying example, from here to the end of `Player`.
@@ -97,6 +98,28 @@ import Testing
             #expect(try bus.playerctl("-p", name, "status") == "Playing", "still answering")
             publication.cancel()
             _ = await publication.result
+        }
+    }
+
+    /// The session bus ends (the desktop session is over): the publication ends with an error that says so, and
+    /// the app goes on.
+    @MainActor @Test func aBusThatGoesAwayEndsThePublication() async throws {
+        try await withSessionBus { bus in
+            let player = Player()
+            let ended = Mutex<String?>(nil)
+            let publication = Task { @MainActor in
+                do { try await MediaSession(player, busAddress: bus.address).run(); ended.withLock { $0 = "returned" } }
+                catch { ended.withLock { $0 = "\(error)" } }
+            }
+            _ = try await bus.waitForPlayer(within: 5)
+            bus.stop()
+            // The loss is noticed at the next change of the model: change it until the publication ends.
+            try await Lab.until("the publication ended", within: 5) {
+                player.setPlaying(!player.playbackSnapshot.isPlaying)
+                return ended.withLock { $0 } != nil
+            }
+            #expect(ended.withLock { $0 }?.contains("the session bus went away") == true, "\(String(describing: ended.withLock { $0 }))")
+            publication.cancel()
         }
     }
 

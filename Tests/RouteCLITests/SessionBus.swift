@@ -10,7 +10,7 @@ final class PrivateSessionBus: Sendable {
     let directory: String
     /// `unix:path=…`, for DBUS_SESSION_BUS_ADDRESS.
     let address: String
-    private let pid: Int32
+    private let daemon: Process
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-bus-\(UUID().uuidString)").path
@@ -29,15 +29,16 @@ final class PrivateSessionBus: Sendable {
             process.terminate()
             throw ToolFailed(description: "dbus-daemon did not start a session bus at \(address)")
         }
-        let pid = process.processIdentifier
-        self.pid = pid
+        daemon = process
     }
 
     /// The environment of a `route` that publishes on this bus.
     var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
 
+    /// Ends the bus. SIGKILL: a child Foundation starts has SIGTERM blocked, and would never see one.
     func stop() {
-        kill(pid, SIGTERM)
+        kill(daemon.processIdentifier, SIGKILL)
+        waitForExit(daemon, seconds: 5)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -83,7 +84,8 @@ final class PrivateSessionBus: Sendable {
                            "--method", "org.freedesktop.DBus.Properties.Get", interface, property]).text
     }
 
-    /// Starts `dbus-monitor` for MPRIS's signals on this bus; its output grows in the returned file.
+    /// Starts `dbus-monitor` for MPRIS's signals on this bus; its output grows in the returned file. End it with
+    /// `kill(process.processIdentifier, SIGKILL)` (SIGTERM is blocked in children Foundation starts).
     func monitor() throws -> (process: Process, output: String) {
         let output = directory + "/monitor-\(UUID().uuidString).txt"
         FileManager.default.createFile(atPath: output, contents: nil)
