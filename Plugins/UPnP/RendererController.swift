@@ -265,8 +265,9 @@ actor RendererController: RouteController {
             let changes = LastChange.parse(lastChange)
             // Events only move the status on to a queued item: libupnp may deliver them out of order (the
             // state a subscription starts with can come after a newer one), so only polls tell a takeover.
-            if observing, let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
-                observed(uri, metadata: changes["CurrentTrackMetaData"])
+            if observing {
+                // The track's own URI only (AVTransportURI may name a playlist); polls say the same in any case.
+                if let uri = changes["CurrentTrackURI"] { observed(uri, metadata: changes["CurrentTrackMetaData"]) }
             } else if let uri = changes["CurrentTrackURI"] ?? changes["AVTransportURI"] {
                 if let next = nextItem, TrackURI.isSame(uri, as: next.url) {
                     advance(to: next)
@@ -369,7 +370,9 @@ actor RendererController: RouteController {
     /// again whenever it changes: an internet radio changes its title as it goes).
     private func observed(_ uri: String, metadata: String?) {
         guard !uri.isEmpty, uri != "NOT_IMPLEMENTED" else { return }
-        if uri != status.itemURL {
+        // Renderers re-escape URIs: one item reported two ways is still one item.
+        func plain(_ text: String?) -> String? { text.map { $0.removingPercentEncoding ?? $0 } }
+        if plain(uri) != plain(status.itemURL) {
             status.itemURL = uri
             status.sessionID = "upnp-\(StableName.of(uri))-\(observedSessions)"
             status.itemID = status.sessionID

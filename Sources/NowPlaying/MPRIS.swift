@@ -99,6 +99,8 @@ final class MPRISPlayer: DBusObjectHandler {
         var seekedTo: (position: Double, at: Date)?
         /// The last request's work: the next one waits for it.
         var tail: Task<Void, Never>?
+        /// Counts volume changes asked for: one superseded before it runs is skipped (a slider's drag sends many).
+        var volumeTicket = 0
         var retired = false
     }
 
@@ -174,7 +176,8 @@ final class MPRISPlayer: DBusObjectHandler {
     func setProperty(interface: String, name: String, value: DBusValue) throws {
         switch (name, value.unwrapped) {
         case ("Volume", .double(let level)) where level.isFinite:
-            enqueue(.volume(min(1, max(0, level))), reply: nil)
+            let ticket = shared.withLock { $0.volumeTicket += 1; return $0.volumeTicket }
+            enqueue(reply: nil) { shared in shared.volumeTicket == ticket ? .volume(min(1, max(0, level))) : nil }
         case ("Rate", .double(let rate)):
             // The spec: a Rate of 0 is a Pause; other speeds than the device's own are not offered.
             if rate == 0 { enqueue(.pause, reply: nil) }
@@ -196,13 +199,21 @@ final class MPRISPlayer: DBusObjectHandler {
         case (Self.playerInterface, "Previous"): enqueue(.previous, reply: reply)
         case (Self.playerInterface, "Seek"):
             guard case .int64(let offset)? = arguments.first, current.canSeek else { return reply(.success([])) }
-            var target = Double(current.position(at: Date())) / 1_000_000 + Double(offset) / 1_000_000
-            if let length = current.length, target * 1_000_000 > Double(length) {
-                // Past the end: the spec says to act as Next.
-                if current.canGoNext { return enqueue(.next, reply: reply) }
-                target = Double(length) / 1_000_000
+            // From where the player is when the seek runs: two quick Seek(+10 s) move it 20 s.
+            enqueue(reply: reply) { shared in
+                let state = shared.state
+                var from = Double(state.position(at: Date())) / 1_000_000
+                if let seeked = shared.seekedTo, Date().timeIntervalSince(seeked.at) < 3 {
+                    from = seeked.position + (state.snapshot.isPlaying ? Date().timeIntervalSince(seeked.at) : 0)
+                }
+                var target = from + Double(offset) / 1_000_000
+                if let length = state.length, target * 1_000_000 > Double(length) {
+                    // Past the end: the spec says to act as Next.
+                    if state.canGoNext { return .next }
+                    target = Double(length) / 1_000_000
+                }
+                return .seek(to: max(0, target))
             }
-            enqueue(.seek(to: max(0, target)), reply: reply)
         case (Self.playerInterface, "SetPosition"):
             guard arguments.count == 2, case .objectPath(let track) = arguments[0], case .int64(let position) = arguments[1],
                   current.canSeek, track == current.trackID, position >= 0,
@@ -217,13 +228,24 @@ final class MPRISPlayer: DBusObjectHandler {
 
     /// Carries out `request` after those before it; answers `reply` when done.
     private func enqueue(_ request: MPRISRequest, reply: DBusReply?) {
+        enqueue(reply: reply) { _ in request }
+    }
+
+    /// Carries out what `resolve` makes of the player's state when its turn comes (nothing, when it gives nil),
+    /// after the requests before it; answers `reply` when done.
+    private func enqueue(reply: DBusReply?, _ resolve: @escaping @Sendable (borrowing Shared) -> MPRISRequest?) {
         let perform = self.perform
         shared.withLock { shared in
             let previous = shared.tail
             shared.tail = Task {
                 await previous?.value
-                guard !self.shared.withLock({ $0.retired }) else {
+                let (retired, resolved) = self.shared.withLock { ($0.retired, resolve($0)) }
+                guard !retired else {
                     reply?(.failure(DBusError("the player has left the bus")))
+                    return
+                }
+                guard let request = resolved else {
+                    reply?(.success([]))
                     return
                 }
                 do {

@@ -84,8 +84,9 @@ public final class MediaSession {
             player.retire()
             MediaSessions.published.removeAll { $0 == id }
             if MediaSessions.active == id { MediaSessions.active = nil }
-            bus.releaseName(name)
             registration.end()
+            // Given back at once on a thread of its own (a round trip to the bus must not hold up the main actor).
+            Thread { bus.releaseName(name) }.start()
         }
         let model = self.model
         // Observation tells of the next change once per tracking; the stream wakes the loop, and ends it when the
@@ -93,6 +94,11 @@ public final class MediaSession {
         let (changes, changed) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let busGone = await withDiscardingTaskGroup { group -> Bool in
             defer { group.cancelAll() }
+            // A bus that goes away while nothing changes (a paused cast) is noticed within a second.
+            group.addTask {
+                while !Task.isCancelled, !bus.isClosed { try? await Task.sleep(for: .seconds(1)) }
+                changed.yield()
+            }
             var artworkLoaded: Set<String> = []
             var wasPlaying = false
             var wakeUps = changes.makeAsyncIterator()

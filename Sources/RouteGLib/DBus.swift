@@ -158,17 +158,15 @@ public final class DBusConnection: Sendable {
         guard let address = address ?? sessionAddress else {
             throw DBusError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is no $XDG_RUNTIME_DIR/bus)")
         }
-        // Made on the D-Bus loop's thread, so that the connection's own signals (closed) belong to a running context.
-        let made: UInt = try loop.perform {
-            var error: UnsafeMutablePointer<GError>?
-            let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-                | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-            guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
-                throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
-            }
-            return UInt(bitPattern: Int(bitPattern: UnsafeMutableRawPointer(connection)))
+        // Blocking, with no deadline of its own: the caller runs it on a thread it can give up on (never the D-Bus
+        // loop's, which every exported object needs). `isClosed` tells when the bus has gone.
+        var error: UnsafeMutablePointer<GError>?
+        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
+            | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
+        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
+            throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
         }
-        return DBusConnection(OpaquePointer(bitPattern: made)!)
+        return DBusConnection(connection)
     }
 
     private init(_ connection: OpaquePointer) {

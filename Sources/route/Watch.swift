@@ -46,29 +46,29 @@ enum Watch {
     }
 
     /// Follows every route of every device discovered, each in a task of its own, until cancelled. A route that
-    /// changes (a renderer back on another port) is followed anew, once its old follower has let it go.
+    /// leaves is let go; one that comes back, or moves (a renderer back on another port), is followed anew once
+    /// its old follower has let go of the device and its player name.
     private static func follow(_ router: MediaRouter, output: WatchOutput) async {
-        var followed: [String: (route: MediaRoute, task: Task<Void, Never>)] = [:]
+        var followed: [String: (address: String?, task: Task<Void, Never>)] = [:]
+        var leaving: [String: Task<Void, Never>] = [:]
         for await devices in router.deviceUpdates() {
             let routes = devices.flatMap { device in device.routes.filter { $0.provider != "local" }.map { (device, $0) } }
-            let present = Dictionary(routes.map { ($0.1.id, $0.1) }, uniquingKeysWith: { first, _ in first })
-            for (id, entry) in followed where present[id] != entry.route {
+            let present = Dictionary(routes.map { ($0.1.id, $0.1.address) }, uniquingKeysWith: { first, _ in first })
+            for (id, entry) in followed where present[id] != entry.address {
                 entry.task.cancel()
+                leaving[id] = entry.task
                 followed[id] = nil
-                if let route = present[id], let device = routes.first(where: { $0.1.id == id })?.0 {
-                    let previous = entry.task
-                    followed[id] = (route, Task {
-                        await previous.value
-                        await Follower(route: route, device: device, router: router, output: output).run()
-                    })
-                }
             }
             for (device, route) in routes where followed[route.id] == nil {
-                followed[route.id] = (route, Task { await Follower(route: route, device: device, router: router, output: output).run() })
+                let previous = leaving.removeValue(forKey: route.id)
+                followed[route.id] = (route.address, Task {
+                    await previous?.value
+                    await Follower(route: route, device: device, router: router, output: output).run()
+                })
             }
         }
         for entry in followed.values { entry.task.cancel() }
-        for entry in followed.values { await entry.task.value }
+        for task in followed.values.map(\.task) + leaving.values { await task.value }
     }
 }
 
