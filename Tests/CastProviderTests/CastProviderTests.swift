@@ -110,7 +110,8 @@ import Testing
         calls.expect(id)
         let started = ContinuousClock.now
         await #expect(throws: Late.self) { try await calls.wait(id, timeout: .milliseconds(100)) { Late() } }
-        #expect(ContinuousClock.now - started < .seconds(5), "a 100 ms deadline, on a busy machine")
+        // It ends (does not hang): the bound is loose, since the suite's start stalls a loaded machine for seconds.
+        #expect(ContinuousClock.now - started < .seconds(15), "a 100 ms deadline, on a busy machine")
     }
 }
 

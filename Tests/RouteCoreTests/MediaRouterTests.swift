@@ -149,7 +149,8 @@ extension MediaRoute {
         let found = try await router.waitForDevice(matching: "GARDEN speaker", timeout: 20)
         let elapsed = ContinuousClock.now - start
         #expect(found.id == "cast:cast-garden")
-        #expect(elapsed < .seconds(5), "waited \(elapsed) for a device sent after 0.3 s; the timeout was 20 s")
+        // Well before the 20 s timeout; loose, since the suite's start stalls a loaded machine for seconds.
+        #expect(elapsed < .seconds(15), "waited \(elapsed) for a device sent after 0.3 s; the timeout was 20 s")
     }
 
     @Test func aPrefixWaitsForDiscoverySoALaterNamesakeMakesItAmbiguous() async throws {
@@ -174,7 +175,7 @@ extension MediaRoute {
         }
         let elapsed = ContinuousClock.now - start
         #expect(elapsed >= .milliseconds(450), "gave up after \(elapsed), before the 0.5 s timeout")
-        #expect(elapsed < .seconds(5))
+        #expect(elapsed < .seconds(15), "it gives up (loose: the suite's start stalls a loaded machine for seconds)")
     }
 
     @Test func waitForDeviceSettlesForACloseSpellingAtTheTimeout() async throws {
