@@ -33,7 +33,7 @@ import Testing
         try await withSessionBus { bus in
             let player = Player()
             let publication = Task { @MainActor in try await MediaSession(player, busAddress: bus.address).run() }
-            let name = try await bus.waitForPlayer(within: 5)
+            let name = try await bus.waitForPlayer(within: 8)
             #expect(name == "route.demo")
             #expect(try bus.playerctl("-p", name, "metadata", "--format", "{{title}}|{{artist}}|{{album}}|{{mpris:length}}")
                     == "Blue in Green|Miles Davis|Kind of Blue|337000000")
@@ -69,7 +69,7 @@ import Testing
         try await withSessionBus { bus in
             let player = Player()
             let publication = Task { @MainActor in try await MediaSession(player, busAddress: bus.address).run() }
-            let name = try await bus.waitForPlayer(within: 5)
+            let name = try await bus.waitForPlayer(within: 8)
             func call(_ method: String, _ arguments: String...) async throws -> (status: Int32, text: String) {
                 try await offThePool {
                     try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(name)", "--object-path",
@@ -118,7 +118,12 @@ import Testing
                 do { try await MediaSession(player, busAddress: bus.address).run(); ended.withLock { $0 = "returned" } }
                 catch { ended.withLock { $0 = "\(error)" } }
             }
-            _ = try await bus.waitForPlayer(within: 5)
+            do {
+                try await Lab.until("a route player on the bus", within: 8) { try !bus.routePlayers().isEmpty }
+            } catch {
+                Issue.record("the publication: \(ended.withLock { $0 } ?? "still running")")
+                throw error
+            }
             bus.stop()
             // Noticed without any change of the model (a paused cast changes nothing for minutes).
             try await Lab.until("the publication ended", within: 4) { ended.withLock { $0 } != nil }
@@ -134,7 +139,7 @@ import Testing
             first.setPlaying(false)
             let one = Task { @MainActor in try await MediaSession(first, busAddress: bus.address).run() }
             let two = Task { @MainActor in try await MediaSession(second, busAddress: bus.address).run() }
-            try await Lab.until("both on the bus", within: 5) { try bus.routePlayers().count == 2 }
+            try await Lab.until("both on the bus", within: 8) { try bus.routePlayers().count == 2 }
             #expect(MediaSessions.active == "second")
             #expect(try bus.get("route.second", "org.mpris.MediaPlayer2.Player", "CanSeek").contains("<false>"), "a live broadcast is not seeked")
             first.setPlaying(true)

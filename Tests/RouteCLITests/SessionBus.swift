@@ -23,10 +23,18 @@ final class PrivateSessionBus: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        // Until the bus answers (its socket file exists a moment before it listens).
         let deadline = Date(timeIntervalSinceNow: 10)
-        while !FileManager.default.fileExists(atPath: directory + "/bus"), process.isRunning, Date() < deadline { usleep(10_000) }
-        guard process.isRunning, FileManager.default.fileExists(atPath: directory + "/bus") else {
-            process.terminate()
+        var answering = false
+        while !answering, process.isRunning, Date() < deadline {
+            if FileManager.default.fileExists(atPath: directory + "/bus") {
+                answering = (try? Lab.tool("/usr/bin/dbus-send", ["--bus=\(address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                                               "/org/freedesktop/DBus", "org.freedesktop.DBus.GetId"]))?.status == 0
+            }
+            if !answering { usleep(10_000) }
+        }
+        guard answering else {
+            kill(process.processIdentifier, SIGKILL)
             throw ToolFailed(description: "dbus-daemon did not start a session bus at \(address)")
         }
         daemon = process
