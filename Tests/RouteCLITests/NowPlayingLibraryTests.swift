@@ -140,10 +140,11 @@ import Testing
             let one = Task { @MainActor in try await MediaSession(first, busAddress: bus.address).run() }
             let two = Task { @MainActor in try await MediaSession(second, busAddress: bus.address).run() }
             try await Lab.until("both on the bus", within: 8) { try bus.routePlayers().count == 2 }
-            #expect(MediaSessions.active == "second")
+            // The one playing is active once its first state is published (a moment after its name is on the bus).
+            try await Lab.until("the playing one is active", within: 3) { MediaSessions.active == "second" }
             #expect(try bus.get("route.second", "org.mpris.MediaPlayer2.Player", "CanSeek").contains("<false>"), "a live broadcast is not seeked")
             first.setPlaying(true)
-            try await Lab.until("the first is active once it plays", within: 2) { MediaSessions.active == "demo" }
+            try await Lab.until("the first is active once it plays", within: 3) { MediaSessions.active == "demo" }
             one.cancel()
             two.cancel()
             _ = await one.result
