@@ -462,7 +462,7 @@ extension LabTests {
         private func serve(_ file: String, in sandbox: Sandbox) async throws -> String {
             let server = try sandbox.start(["serve", "--bind", "10.77.0.1", file])
             servers.append(server)
-            try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+            try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
             return server.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
     }

@@ -80,7 +80,7 @@ extension LabTests {
                     let watch = try sandbox.start(["watch"], environment: upnp.merging(bus.environment) { $1 })
                     let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try song(sandbox, "tones.mp3", seconds: 30)])
                     defer { kill(server.pid, SIGTERM) }
-                    try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+                    try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                     let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
                     // Plain SOAP, as any other control point: SetAVTransportURI and Play.
                     try Lab.playAsAnotherController(url)
@@ -121,7 +121,7 @@ extension LabTests {
             try await inSandbox { sandbox in
                 let watch = try sandbox.start(["watch", "--json"], environment: upnp)
                 let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await sandbox.wav("other.wav", seconds: 20)])
-                try await Lab.until("the file is served", within: 5) { server.stdout.contains("http://") }
+                try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                 let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
                 for round in 1...2 {
                     try Lab.playAsAnotherController(url)
