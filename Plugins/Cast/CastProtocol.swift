@@ -51,17 +51,17 @@ struct ReceiverStatus: Decodable, Sendable, Equatable {
         /// Field by field: one of another sender's apps with an odd field must not cost the whole status.
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: Keys.self)
-            appId = try? container.decodeIfPresent(String.self, forKey: .appId)
-            sessionId = try? container.decodeIfPresent(String.self, forKey: .sessionId)
-            transportId = try? container.decodeIfPresent(String.self, forKey: .transportId)
-            displayName = try? container.decodeIfPresent(String.self, forKey: .displayName)
+            appId = container.lenientString(.appId)
+            sessionId = container.lenientString(.sessionId)
+            transportId = container.lenientString(.transportId)
+            displayName = container.lenientString(.displayName)
             namespaces = (try? container.decodeIfPresent([LenientNamespace].self, forKey: .namespaces))?.compactMap(\.name)
         }
 
         private struct LenientNamespace: Decodable {
             var name: String?
             init(from decoder: any Decoder) throws {
-                name = try? decoder.container(keyedBy: Keys.self).decodeIfPresent(String.self, forKey: .name)
+                name = (try? decoder.container(keyedBy: Keys.self))?.lenientString(.name)
             }
             private enum Keys: String, CodingKey { case name }
         }
@@ -95,12 +95,11 @@ struct MediaSessionStatus: Decodable, Sendable, Equatable {
             private enum Keys: String, CodingKey { case title, subtitle, artist, albumName, seriesTitle }
             init(from decoder: any Decoder) throws {
                 let container = try? decoder.container(keyedBy: Keys.self)
-                func text(_ key: Keys) -> String? { (try? container?.decodeIfPresent(String.self, forKey: key)) ?? nil }
-                title = text(.title)
-                subtitle = text(.subtitle)
-                artist = text(.artist)
-                albumName = text(.albumName)
-                seriesTitle = text(.seriesTitle)
+                title = container?.lenientString(.title)
+                subtitle = container?.lenientString(.subtitle)
+                artist = container?.lenientString(.artist)
+                albumName = container?.lenientString(.albumName)
+                seriesTitle = container?.lenientString(.seriesTitle)
             }
         }
     }
@@ -160,4 +159,9 @@ package enum CastStatuses {
     package static func receiver(_ payload: String) -> Int? { ReceiverStatus.decode(payload).map { $0.applications?.count ?? 0 } }
     /// Whether `payload` decodes as MEDIA_STATUS, and its session count.
     package static func media(_ payload: String) -> Int? { MediaSessionStatus.decode(payload)?.count }
+}
+
+extension KeyedDecodingContainer {
+    /// The string at `key`; nil when it is absent or of another type (another sender's fields can be anything).
+    func lenientString(_ key: Key) -> String? { (try? decodeIfPresent(String.self, forKey: key)) ?? nil }
 }

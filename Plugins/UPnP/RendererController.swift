@@ -417,27 +417,8 @@ actor RendererController: RouteController {
 
     private func applyTransportState(_ state: String) {
         status.deviceState = DisplayText.clean(state, limit: 40)
-        if observing {
-            switch state {
-            case "PLAYING":
-                if status.state != .playing { status.position = position(); positionAt = .now }
-                status.state = .playing
-            case "PAUSED_PLAYBACK", "PAUSED_RECORDING":
-                status.position = position()
-                positionAt = .now
-                status.state = .paused
-            case "TRANSITIONING": status.state = .loading
-            case "STOPPED", "NO_MEDIA_PRESENT":
-                status.state = state == "STOPPED" ? .stopped : .idle
-                // Whatever plays next (the same URI again, too) is a new session.
-                if status.itemURL != nil { observedSessions += 1 }
-                status.itemURL = nil
-                status.sessionID = nil
-            default: break
-            }
-            return
-        }
-        guard !status.isFinal || state == "PLAYING" && !expectingStop && status.state != .ended else { return }
+        // An observed renderer's stop is a state like any other; a cast's ends the item.
+        guard observing || !status.isFinal || state == "PLAYING" && !expectingStop && status.state != .ended else { return }
         switch state {
         case "PLAYING":
             if status.state != .playing { status.position = position(); positionAt = .now }
@@ -449,6 +430,12 @@ actor RendererController: RouteController {
             status.state = .paused
         case "TRANSITIONING":
             status.state = .loading
+        case "STOPPED" where observing, "NO_MEDIA_PRESENT" where observing:
+            status.state = state == "STOPPED" ? .stopped : .idle
+            // Whatever plays next (the same URI again, too) is a new session.
+            if status.itemURL != nil { observedSessions += 1 }
+            status.itemURL = nil
+            status.sessionID = nil
         case "STOPPED", "NO_MEDIA_PRESENT":
             if expectingStop {
                 status.state = .stopped

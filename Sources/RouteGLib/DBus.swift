@@ -207,11 +207,7 @@ public final class DBusConnection: Sendable {
             throw DBusError(GLibError("the session bus refused \(method)", error).description)
         }
         defer { g_variant_unref(reply) }
-        return (0..<g_variant_n_children(reply)).compactMap { index in
-            let child = g_variant_get_child_value(reply, index)!
-            defer { g_variant_unref(child) }
-            return DBusValue(child)
-        }
+        return values(of: reply) ?? []
     }
 
     /// Exports the interfaces of `introspectionXML` (a `<node>`) at `path`, answered by `handler`, until the
@@ -301,8 +297,8 @@ private func handler(_ data: gpointer?) -> any DBusObjectHandler {
     Unmanaged<HandlerBox>.fromOpaque(data!).takeUnretainedValue().handler
 }
 
-/// The arguments of a call, in order; nil when one is of a type route does not read.
-private func arguments(of parameters: OpaquePointer?) -> [DBusValue]? {
+/// The values of a tuple (a call's arguments, a reply), in order; nil when one is of a type route does not read.
+private func values(of parameters: OpaquePointer?) -> [DBusValue]? {
     guard let parameters else { return [] }
     var values: [DBusValue] = []
     for index in 0..<g_variant_n_children(parameters) {
@@ -316,14 +312,17 @@ private func arguments(of parameters: OpaquePointer?) -> [DBusValue]? {
 
 /// Answers a call with an error, under a valid D-Bus error name (an invalid one would leave it unanswered).
 private func answer(_ invocation: OpaquePointer, error name: String, _ message: String) {
-    let valid = g_dbus_is_error_name(name) != 0 ? name : "org.freedesktop.DBus.Error.Failed"
-    g_dbus_method_invocation_return_dbus_error(invocation, valid, message)
+    g_dbus_method_invocation_return_dbus_error(invocation, validErrorName(name), message)
+}
+
+/// `name` when it is a valid D-Bus error name, else org.freedesktop.DBus.Error.Failed.
+private func validErrorName(_ name: String) -> String {
+    g_dbus_is_error_name(name) != 0 ? name : "org.freedesktop.DBus.Error.Failed"
 }
 
 /// Sets a GError to a D-Bus error of `name` (for property reads and writes).
 private func fail(_ failure: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>?, _ name: String, _ message: String) {
-    let valid = g_dbus_is_error_name(name) != 0 ? name : "org.freedesktop.DBus.Error.Failed"
-    withVaList([]) { g_dbus_error_set_dbus_error_valist(failure, valid, message, nil, $0) }
+    withVaList([]) { g_dbus_error_set_dbus_error_valist(failure, validErrorName(name), message, nil, $0) }
 }
 
 // Called on the D-Bus loop's thread (the thread-default context when the object was exported).
@@ -331,7 +330,7 @@ private let dbusMethodCall: GDBusInterfaceMethodCallFunc = { _, _, _, interface,
     let target = handler(data)
     let interface = String(cString: interface!), method = String(cString: method!)
     let reply = DBusReply(Invocation(pointer: invocation!))
-    guard let arguments = arguments(of: parameters) else {
+    guard let arguments = values(of: parameters) else {
         return reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method): an argument of a type route does not read")))
     }
     target.call(interface: interface, method: method, arguments: arguments, reply: reply)

@@ -171,12 +171,14 @@ private struct Mirror {
 
 /// Whether a `route cast` of this user plays on a device (its control socket answers for one of its routes).
 private enum OwnCasts {
+    private static let threads = BlockingThreads(name: "route-watch-casts", count: 1)
+
     static func play(on device: MediaDevice) async -> Bool {
         let routes = Set(device.routes.map(\.id))
-        let sessions = await withCheckedContinuation { continuation in
-            // Socket I/O with timeouts: on a thread of its own, never the cooperative pool.
-            Thread { continuation.resume(returning: (try? ControlClient.liveSessions(removingStale: false)) ?? []) }.start()
-        }
+        // Socket I/O with timeouts (8 s for a cast that does not answer): never on the cooperative pool.
+        let sessions = (try? await threads.run(timeout: .seconds(60), timedOut: { CancellationError() }) {
+            (try? ControlClient.liveSessions(removingStale: false)) ?? []
+        }) ?? []
         return sessions.contains { $0.device.id == device.id || !routes.isDisjoint(with: $0.device.routes.map(\.id)) }
     }
 }
