@@ -23,6 +23,13 @@ enum GStreamer {
         time == UInt64(route_gst_clock_time_none()) ? nil : Double(time) / second
     }
 
+    /// What `element` (a pipeline) answers to a duration query, in seconds; nil when it does not know yet.
+    static func duration(of element: UnsafeMutablePointer<GstElement>) -> Double? {
+        var value: gint64 = 0
+        guard gst_element_query_duration(element, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
+        return Double(value) / second
+    }
+
     /// Builds an element from a pipeline description (`fakesink sync=true`, `pulsesink`), with
     /// ghost pads so it can be used as a sink.
     static func bin(from description: String, purpose: String) throws -> UnsafeMutablePointer<GstElement> {

@@ -263,9 +263,5 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         return Double(value) / GStreamer.second
     }
 
-    private func queryDuration() -> Double? {
-        var value: gint64 = 0
-        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
-        return Double(value) / GStreamer.second
-    }
+    private func queryDuration() -> Double? { GStreamer.duration(of: playbin) }
 }

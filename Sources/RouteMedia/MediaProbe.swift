@@ -133,12 +133,50 @@ public enum MediaProbe {
             media.container = media.streams[0].codec
             containerCaps = media.streams[0].caps
         }
+        // A bare stream's parser (MP3, ADTS AAC) estimates its length only after some frames, and the
+        // discoverer waits 0.1 s for that: on a busy machine it gives 0. Then the file is parsed here.
+        if media.duration ?? 0 == 0, media.streams.count == 1, [.audio, .video].contains(media.streams[0].kind) {
+            media.duration = measuredDuration(of: absolute, within: timeout)
+        }
         media.title = tags.title
         media.artist = tags.artist
         media.album = tags.album
         media.coverArt = tags.cover
         media.mimeType = MIMEType.forContainer(media.container, caps: containerCaps, kind: media.kind)
         return media
+    }
+
+    /// The length of a single-stream file, from a parser run through it as fast as it reads: exact once
+    /// it has read to the end, else its latest estimate after `seconds`; nil when it never had one.
+    /// Blocking.
+    static func measuredDuration(of path: String, within seconds: Double) -> Double? {
+        var error: UnsafeMutablePointer<GError>?
+        guard let pipeline = gst_parse_launch("filesrc name=route_src ! parsebin ! fakesink sync=false", &error), error == nil else {
+            if let error { g_error_free(error) }
+            return nil
+        }
+        defer {
+            gst_element_set_state(pipeline, GST_STATE_NULL)
+            gst_object_unref(pipeline)
+        }
+        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
+        guard let source = gst_bin_get_by_name(bin, "route_src") else { return nil }
+        route_object_set_string(source, "location", path)
+        gst_object_unref(source)
+        guard gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE,
+              let bus = gst_element_get_bus(pipeline) else { return nil }
+        defer { gst_object_unref(bus) }
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var latest: Double?
+        while ContinuousClock.now < deadline {
+            let message = gst_bus_timed_pop_filtered(bus, GstClockTime(0.02 * GStreamer.second),
+                                                     GstMessageType(GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue))
+            latest = GStreamer.duration(of: pipeline) ?? latest
+            guard let message else { continue }
+            gst_mini_object_unref(UnsafeMutableRawPointer(message).assumingMemoryBound(to: GstMiniObject.self))
+            break
+        }
+        return latest
     }
 
     private static func hasStreams(_ info: OpaquePointer) -> Bool {

@@ -3,7 +3,7 @@
 
 import Foundation
 import RouteCore
-import RouteMedia
+@testable import RouteMedia
 import RouteTestSupport
 import Testing
 
@@ -52,6 +52,19 @@ import Testing
         #expect(info.mimeType == "audio/mpeg")
         #expect(info.title == nil && info.artist == nil && info.album == nil)
         #expect(info.displayTitle == "bare")
+    }
+
+    /// What the probe falls back on when the discoverer gives a bare stream no length (its parser had
+    /// no estimate within the 0.1 s it waits, as on a busy machine): the stream parsed to its end.
+    @Test func aBareStreamIsMeasuredToItsEnd() async throws {
+        let samples = try await Samples.get()
+        let measured = try await offThePool { (MediaProbe.measuredDuration(of: samples.bareMP3, within: 10),
+                                               MediaProbe.measuredDuration(of: samples.longMP3, within: 10),
+                                               MediaProbe.measuredDuration(of: samples.textMP3, within: 10)) }
+        let bare = try #require(measured.0), long = try #require(measured.1)
+        #expect(bare >= 1.95 && bare < 2.15, "duration \(bare)")
+        #expect(long >= 5.95 && long < 6.15, "duration \(long)")
+        #expect(measured.2 == nil, "a text file has no length")
     }
 
     @Test func oggVorbis() async throws {
