@@ -275,11 +275,13 @@ actor RendererController: RouteController {
                     sawOurURI = true
                 }
             }
-            if let state = changes["TransportState"] { applyTransportState(state) }
+            let state = changes["TransportState"]
+            if let state, !wouldEndTheItem(state) { applyTransportState(state) }
             if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
             adoptReported(duration: changes["CurrentTrackDuration"])
             publish()
+            if let state, wouldEndTheItem(state) { await confirmEnd(reported: state) }
         case .byebye(let udn, _) where udn == renderer.description.udn:
             // A renderer says byebye when it leaves, but also when it starts announcing (GSSDP does, to flush
             // caches), and anyone on the LAN can send one: it is believed only once the renderer stops answering.
@@ -300,6 +302,22 @@ actor RendererController: RouteController {
         default:
             break
         }
+    }
+
+    /// Whether `state` says the cast's item ended: a stop route did not ask for, after the item played.
+    private func wouldEndTheItem(_ state: String) -> Bool {
+        !observing && !expectingStop && sawPlaying && !status.isFinal && (state == "STOPPED" || state == "NO_MEDIA_PRESENT")
+    }
+
+    /// An event's stop ends the item only when the renderer still says it: events arrive late and out of order,
+    /// and the STOPPED of a skip's Stop came after the next item was playing on a busy machine — the cast ended
+    /// there and left the renderer playing. A renderer that does not answer is believed.
+    private func confirmEnd(reported state: String) async {
+        let asked = generation
+        let answer = try? await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)
+        guard generation == asked, !closed else { return }
+        applyTransportState(answer?["CurrentTransportState"] ?? state)
+        publish()
     }
 
     /// Every half interval: publish the extrapolated position; every interval, poll the renderer.

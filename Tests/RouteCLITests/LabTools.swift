@@ -163,6 +163,7 @@ enum Lab {
 final class FakeRenderer: Sendable {
     let description: String
     private let process: Process
+    private let log: URL
 
     /// Starts the fake on 10.77.0.2:`port` and waits until it listens; with `ssdp` it also answers
     /// searches and announces itself (so discovery finds it).
@@ -173,15 +174,22 @@ final class FakeRenderer: Sendable {
         process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
         process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/fake-renderer").path,
                              "--mode", mode, "--address", "10.77.0.2", "--port", String(port)] + (ssdp ? ["--ssdp"] : [])
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = FileHandle.nullDevice
+        // Its output and its log of what it did, in one file.
+        let output = try FileHandle(forWritingTo: log)
+        process.standardOutput = output
+        process.standardError = output
         try process.run()
+        try? output.close() // the fake has its own copy (Foundation would keep this one open)
         self.process = process
+        self.log = log
         description = "http://10.77.0.2:\(port)/description.xml"
         try await Lab.until("the fake renderer (\(mode)) is ready", within: 10) {
             ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("ready")
         }
     }
+
+    /// What the fake logged so far (requests, events delivered, what it did on purpose).
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     /// Stops the fake (it sends byebye if it took part in SSDP).
     func stop() {

@@ -266,6 +266,38 @@ extension LabTests {
             }
         }
 
+        /// The STOPPED event of a skip's Stop that arrives after the next file plays (events come late and out of
+        /// order; seen on a busy machine) is not that file's end: the cast plays on. It used to end there, exit 0,
+        /// and leave the renderer playing on its own.
+        @Test func aLateStopEventAfterASkipDoesNotEndTheCast() async throws {
+            let fake = try await FakeRenderer(mode: "late-stop-event", port: 49637)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let first = try await sandbox.wav("first.wav", seconds: 20)
+                let second = try await sandbox.wav("second.wav", seconds: 20)
+                let upnp = ["ROUTE_PROVIDERS": "upnp"]
+                let cast = try sandbox.start(["cast", first, second, "--to", fake.description], environment: upnp)
+                try await sandbox.poll(["status"], "the first file playing") { $0.stdout.contains("playing first") }
+                try await sandbox.run(["next"]).expectSuccess()
+                try await sandbox.poll(["status"], "the second file playing") { $0.stdout.contains("playing second") }
+                try await Lab.until("the late STOPPED event is delivered", within: 5) {
+                    let log = fake.output
+                    guard let late = log.range(of: "sending the late STOPPED event") else { return false }
+                    return log[late.upperBound...].contains("delivered")
+                }
+                // route has it now: for a second and a half, the cast must go on.
+                let watched = ContinuousClock.now
+                while ContinuousClock.now - watched < .seconds(1.5) {
+                    #expect(cast.isRunning, "the cast ended on a stale STOPPED event: \(cast.stdout) \(cast.stderr)")
+                    if !cast.isRunning { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                try await sandbox.poll(["status"], "the second file still playing") { $0.stdout.contains("playing second") }
+                try await sandbox.run(["stop"]).expectSuccess()
+                #expect(await cast.finish(within: 8).status == 0)
+            }
+        }
+
         @Test func aQueuedFileDeletedMidCastEndsTheCastInsteadOfLoadingForEver() async throws {
             try await Lab.stopRenderer()
             try await inSandbox { sandbox in
