@@ -180,7 +180,10 @@ actor RendererController: RouteController {
     }
 
     func pause() async throws {
+        let asked = generation
         try await command("pause", "Pause", on: transport, ["InstanceID": "0"])
+        // Calls on this actor interleave at each await: an item loaded meanwhile is not paused.
+        guard generation == asked else { return }
         status.position = position()
         positionAt = .now
         if status.state == .playing { status.state = .paused }
@@ -205,7 +208,11 @@ actor RendererController: RouteController {
 
     func stop() async throws {
         expectingStop = true
+        let asked = generation
         try await command("stop", "Stop", on: transport, ["InstanceID": "0"])
+        // The renderer's STOPPED event may come before the answer, and a skip load the next item on it: that
+        // item is not stopped (the cast took it for its own end, and ended, on a busy machine).
+        guard generation == asked else { return }
         status.state = .stopped
         publish()
         await clearNext()
