@@ -179,8 +179,13 @@ extension LabTests {
                         let now = try Lab.trackURI()
                         return try !now.isEmpty && now != firstURI && Lab.transportState() == "PLAYING"
                     }
-                    try await Lab.until("the second file's title is shown", within: 3) {
-                        try bus.playerctl("-p", player, "metadata", "title") == "two"
+                    do {
+                        try await Lab.until("the second file's title is shown", within: 3) {
+                            try bus.playerctl("-p", player, "metadata", "title") == "two"
+                        }
+                    } catch {
+                        Issue.record("players: \((try? bus.playerctl("-l")) ?? "?"); the cast \(cast.isRunning ? "runs" : "ended"): \(cast.stdout) \(cast.stderr)")
+                        throw error
                     }
                     try await Lab.until("next is no longer offered on the last item", within: 3) {
                         try bus.get(player, "org.mpris.MediaPlayer2.Player", "CanGoNext").contains("<false>")
