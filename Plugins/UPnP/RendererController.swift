@@ -283,12 +283,13 @@ actor RendererController: RouteController {
                 }
             }
             let state = changes["TransportState"]
-            if let state, !wouldEndTheItem(state) { applyTransportState(state) }
+            let endsTheItem = state.map(wouldEndTheItem) ?? false
+            if let state, !endsTheItem { applyTransportState(state) }
             if let volume = NetworkNumber.double(changes["Volume"], in: 0...100) { status.volume = volume / 100 }
             if let mute = changes["Mute"] { status.muted = mute == "1" || mute.lowercased() == "true" }
             adoptReported(duration: changes["CurrentTrackDuration"])
             publish()
-            if let state, wouldEndTheItem(state) { await confirmEnd(reported: state) }
+            if let state, endsTheItem { await confirmEnd(reported: state) }
         case .byebye(let udn, _) where udn == renderer.description.udn:
             // A renderer says byebye when it leaves, but also when it starts announcing (GSSDP does, to flush
             // caches), and anyone on the LAN can send one: it is believed only once the renderer stops answering.
