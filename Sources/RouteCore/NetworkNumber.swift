@@ -23,6 +23,17 @@ public enum NetworkNumber {
         return value
     }
 
+    /// `value` when it is a finite number in `range` (a number already decoded from JSON); nil otherwise.
+    public static func value(_ value: Double?, in range: ClosedRange<Double>) -> Double? {
+        guard let value, value.isFinite, range.contains(value) else { return nil }
+        return value
+    }
+
+    /// A position or duration in seconds, from 0 to `maxSeconds`; nil for anything else.
+    public static func seconds(_ value: Double?) -> Double? {
+        self.value(value, in: 0...maxSeconds)
+    }
+
     /// A time as `SECONDS(.fff)`, `M:SS(.fff)` or `H:MM:SS(.fff)` (UPnP's and DLNA's forms, an optional
     /// leading `+`), from 0 to `maxSeconds`.
     public static func clock(_ text: String?) -> Double? {
@@ -40,5 +51,21 @@ public enum NetworkNumber {
             total = total * 60 + value
         }
         return total <= maxSeconds ? total : nil
+    }
+}
+
+extension Int {
+    /// `value` rounded toward zero, saturating at `Int.min` and `Int.max` (0 for NaN): for formatters, which
+    /// must never trap on a number that came from outside, however big.
+    public init(saturating value: Double) {
+        if value.isNaN {
+            self = 0
+        } else if value >= 9.2e18 {
+            self = .max
+        } else if value <= -9.2e18 {
+            self = .min
+        } else {
+            self = Int(value)
+        }
     }
 }

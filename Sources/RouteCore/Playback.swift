@@ -52,6 +52,9 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public var timestamp: Date
     /// How fast the device plays when it plays (1: normal speed).
     public var speed: Double = 1
+    /// The speeds route believes a device reports (a 1/100 slow motion to 16 times fast forward); any other
+    /// number from outside is not taken.
+    public static let speeds: ClosedRange<Double> = 0.01...16
     /// How fast the position moves from `timestamp`: `speed` while playing, 0 otherwise.
     public var rate: Double { state == .playing ? speed : 0 }
     /// Why the item ended: nil until `isFinal`; by default what the state says (ended: finished, stopped:
@@ -113,6 +116,15 @@ public struct PlaybackStatus: Sendable, Hashable, Codable {
     public func position(at date: Date) -> Double {
         let moved = position + max(0, date.timeIntervalSince(timestamp)) * rate
         return duration.map { min($0, moved) } ?? moved
+    }
+
+    /// This status as true at `date`: its position extrapolated there, its timestamp moved there. What every
+    /// reader that shows or computes with a position now (a status line, `route status`, a relative seek) uses.
+    public func at(_ date: Date) -> PlaybackStatus {
+        var copy = self
+        copy.position = position(at: date)
+        copy.timestamp = date
+        return copy
     }
 
     /// Ends the item in a final `state` for `reason`.
@@ -250,9 +262,9 @@ public enum SeekTarget: Sendable, Hashable {
     }
 }
 
-/// Formats seconds as `m:ss` or `h:mm:ss`.
+/// Formats seconds as `m:ss` or `h:mm:ss` (anything not finite as 0:00; anything huge saturates).
 public func formatClock(_ seconds: Double) -> String {
-    let total = Int(max(0, seconds.isFinite ? seconds : 0))
+    let total = Int(saturating: max(0, seconds.isFinite ? seconds : 0))
     let h = total / 3600, m = (total % 3600) / 60, s = total % 60
     func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
     return h > 0 ? "\(h):\(two(m)):\(two(s))" : "\(m):\(two(s))"
