@@ -42,6 +42,8 @@ actor CastController: RouteController {
     private var queuedURL: String?
     private var expectingStop = false
     private var lastHeard = ContinuousClock.now
+    /// Whether the receiver has said anything on the current link (a link that only completed TLS proves nothing).
+    private var heardOnLink = false
     private var closed = false
     /// Why the receiver is lost for good, once it is.
     private var lost: RouteError?
@@ -83,9 +85,10 @@ actor CastController: RouteController {
                 if Task.isCancelled || closed { break }
                 drop(because: error)
                 let now = ContinuousClock.now
-                // A connection that held for a while starts the count again; one that breaks at once (a receiver
-                // that sends garbage to every connection) does not.
-                if let linkUp, now - linkUp >= Self.reconnectWindow {
+                // A connection that held for a while, the receiver answering on it, starts the count again; one that
+                // breaks at once (a receiver that sends garbage to every connection) or on which the receiver never
+                // said a word (it accepts, then is silent: three missed heartbeats) does not, so reconnecting gives up.
+                if let linkUp, heardOnLink, now - linkUp >= Self.reconnectWindow {
                     failingSince = nil
                     backoff = .milliseconds(250)
                 }
@@ -132,6 +135,7 @@ actor CastController: RouteController {
     /// what restores them), then lets waiting commands go.
     private func attach(_ link: TLSConnection) async throws {
         lastHeard = .now
+        heardOnLink = false
         connectedTransport = nil
         try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, CastJSON.connect())
         try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": replies.makeID()])
@@ -179,15 +183,21 @@ actor CastController: RouteController {
         }
     }
 
+    /// How many messages may wait for the handler before the reading thread waits too: a receiver that floods
+    /// (MEDIA_STATUS as fast as it can send) fills its own TCP window instead of route's memory.
+    static let backlog = 64
+
     /// Frames read on a thread of the connection's own, as messages; the stream ends with the connection.
     private static func messages(from link: TLSConnection) -> AsyncThrowingStream<CastMessage, any Error> {
-        AsyncThrowingStream { continuation in
+        AsyncThrowingStream(bufferingPolicy: .bufferingOldest(backlog)) { continuation in
             let reader = Thread {
                 var decoder = CastFrameDecoder()
                 do {
                     while let bytes = try link.receive() {
                         decoder.append(bytes)
-                        while let message = try decoder.next() { continuation.yield(message) }
+                        while let message = try decoder.next() {
+                            guard continuation.yieldBlocking(message) else { return }
+                        }
                     }
                     continuation.finish()
                 } catch {
@@ -241,6 +251,7 @@ actor CastController: RouteController {
 
     private func handle(_ message: CastMessage) async throws {
         lastHeard = .now
+        heardOnLink = true
         guard CastNamespace.known.contains(message.namespace) else {
             // Receivers speak namespaces route does not use (device authentication, multizone, apps' own).
             log(.debug, "\(route.name): ignored a message on \(message.namespace)")
@@ -386,7 +397,7 @@ actor CastController: RouteController {
             }
             status.itemURL = url
         }
-        if let time = Self.number(session.currentTime, in: 0...1e7) {
+        if let time = NetworkNumber.seconds(session.currentTime) {
             status.position = time
             status.timestamp = Date()
         }
@@ -395,10 +406,10 @@ actor CastController: RouteController {
             status.artist = (metadata.artist ?? metadata.subtitle).map { DisplayText.clean($0, limit: 200) } ?? status.artist
             status.album = metadata.albumName.map { DisplayText.clean($0, limit: 200) } ?? status.album
         }
-        if let duration = Self.number(session.media?.duration, in: 0.001...1e7) {
+        if let duration = NetworkNumber.value(session.media?.duration, in: 0.001...NetworkNumber.maxSeconds) {
             status.duration = duration
         }
-        if let rate = Self.number(session.playbackRate, in: 0.01...16) { status.speed = rate }
+        if let rate = NetworkNumber.value(session.playbackRate, in: PlaybackStatus.speeds) { status.speed = rate }
         status.itemID = session.currentItemId.map(String.init)
         status.sessionID = [app?.sessionId, String(session.mediaSessionId)].compactMap { $0 }.joined(separator: "/")
         if let commands = session.supportedMediaCommands {
@@ -408,17 +419,8 @@ actor CastController: RouteController {
         }
     }
 
-    /// A number from the receiver, when it is one and in `range` (NetworkNumber's rule for decoded JSON).
-    private static func number(_ value: Double?, in range: ClosedRange<Double>) -> Double? {
-        guard let value, value.isFinite, range.contains(value) else { return nil }
-        return value
-    }
-
     private func publish() {
-        var snapshot = status
-        snapshot.position = status.position(at: Date())
-        snapshot.timestamp = Date()
-        updates.send(snapshot)
+        updates.send(status.at(Date()))
     }
 
     // MARK: Commands

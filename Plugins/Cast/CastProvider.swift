@@ -17,36 +17,74 @@ public struct CastProvider: RouteProvider {
     /// Makes the provider; nothing runs until `run`.
     public init() {}
 
-    /// Follows `_googlecast._tcp` on the shared DNS-SD service until cancelled.
+    /// How many receivers are checked at once (touched, so that the kernel learns their hardware addresses, or
+    /// asked whether they answer as Cast receivers), and how many checks may wait: hundreds of announcements must
+    /// neither hold up the listing nor queue without end.
+    static let checksAtOnce = 4
+    static let checkBacklog = 64
+
+    /// Follows `_googlecast._tcp` on the shared DNS-SD service until cancelled. Each receiver is listed the
+    /// moment it resolves; checks happen beside the listing, a few at a time, and list it again when they learn
+    /// something: its hardware address (an identity a DLNA route of the same device shares), or, when two
+    /// announcements claim one Cast id, which of them answers as a Cast receiver.
     /// - Throws: when DNS-SD is not among the context's services.
     public func run(_ context: ProviderContext) async throws {
         guard let dnssd = context.discovery.dnssd else { throw RouteError.unsupported(device: "Cast", what: "run without DNS-SD (mDNS)") }
         context.publish([])
-        var services: [String: DNSSDService] = [:]
-        var ignored = Set<String>()
-        for await event in dnssd.subscribe(types: [Self.serviceType]) {
-            switch event {
-            case .found(let service):
-                guard CastReceiver.id(of: service) != nil else {
-                    if ignored.insert(service.key).inserted {
-                        context.log(.notice, "ignoring the Cast service \"\(DisplayText.clean(service.name))\": its TXT record has no id of 32 hex digits")
-                    }
-                    continue
-                }
-                services[service.key] = service
-                // The kernel learns the receiver's hardware address (an identity a DLNA route of the same
-                // device shares) once something has talked to it.
-                if NeighbourTable.mac(for: service.address) == nil { await CastReceiver.touch(service) }
-            case .removed(let name, let type, let domain, let interface):
-                services[DNSSDService.key(name: name, type: type, domain: domain, interface: interface)] = nil
-            case .unavailable:
-                services = [:]
-            case .available:
-                continue
-            }
-            let routes = CastReceiver.routes(from: Array(services.values))
+        let table = CastServiceTable()
+        let (checks, check) = AsyncStream<CastCheck>.makeStream(bufferingPolicy: .bufferingNewest(Self.checkBacklog))
+        let directory = self.directory
+        let publish: @Sendable () -> Void = {
+            let (routes, said, suspects) = table.routes()
+            for line in said { context.log(.notice, line) }
+            for suspect in suspects { check.yield(.verify(suspect)) }
             directory.update(routes)
             context.publish(routes)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskGroup(of: Void.self) { running in
+                    var count = 0
+                    for await job in checks {
+                        if count >= Self.checksAtOnce, await running.next() != nil { count -= 1 }
+                        running.addTask {
+                            switch job {
+                            case .touch(let service):
+                                await CastReceiver.touch(service)
+                                if NeighbourTable.mac(for: service.address) != nil { publish() }
+                            case .verify(let service):
+                                let answers = await CastReceiver.answers(at: CastAddress(host: service.address, port: UInt16(service.port))) == .cast
+                                table.verified(service, answers: answers)
+                                publish()
+                            }
+                        }
+                        count += 1
+                    }
+                }
+            }
+            var ignored = Set<String>()
+            for await event in dnssd.subscribe(types: [Self.serviceType]) {
+                switch event {
+                case .found(let service):
+                    guard CastReceiver.id(of: service) != nil else {
+                        if ignored.insert(service.key).inserted {
+                            context.log(.notice, "ignoring the Cast service \"\(DisplayText.clean(service.name))\": its TXT record has no id of 32 hex digits")
+                        }
+                        continue
+                    }
+                    table.found(service)
+                    if NeighbourTable.mac(for: service.address) == nil { check.yield(.touch(service)) }
+                case .removed(let name, let type, let domain, let interface):
+                    table.removed(DNSSDService.key(name: name, type: type, domain: domain, interface: interface))
+                case .unavailable:
+                    table.removeAll()
+                case .available:
+                    continue
+                }
+                publish()
+            }
+            check.finish()
+            group.cancelAll()
         }
     }
 
@@ -75,6 +113,103 @@ public struct CastProvider: RouteProvider {
         let directory = self.directory
         let id = route.nativeID
         return CastController(route: route, log: context.log, locate: { directory.address(of: id) ?? first })
+    }
+}
+
+/// What the provider checks beside listing: a receiver to touch, or an announcement to ask whether it answers as a
+/// Cast receiver (one of two that claim one id).
+enum CastCheck: Sendable {
+    case touch(DNSSDService)
+    case verify(DNSSDService)
+}
+
+/// The receivers' live announcements, in the order they were first seen, with what checking them showed; and which
+/// conflicts have been said and checked.
+final class CastServiceTable: Sendable {
+    private struct Entry {
+        var order: Int
+        var service: DNSSDService
+        /// Whether it answered as a Cast receiver when asked (nil: not asked).
+        var answers: Bool?
+    }
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var next = 0
+        /// What was said and checked, so that each is done once (bounded, whatever a network announces).
+        var said: Set<String> = []
+        var asked: Set<DNSSDService> = []
+        /// The announcement each Cast id was listed at, to say when that moves to another one.
+        var listed: [String: DNSSDService] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// A service resolved, or resolved again (then it keeps its place, and is asked again if it moved: a moved
+    /// leader is the same announcement).
+    func found(_ service: DNSSDService) {
+        state.withLock { state in
+            var entry = state.entries[service.key] ?? Entry(order: state.next, service: service)
+            if entry.order == state.next { state.next += 1 }
+            if entry.service.address != service.address || entry.service.port != service.port { entry.answers = nil }
+            entry.service = service
+            state.entries[service.key] = entry
+        }
+    }
+
+    func removed(_ key: String) { state.withLock { _ = $0.entries.removeValue(forKey: key) } }
+
+    func removeAll() { state.withLock { $0.entries.removeAll() } }
+
+    /// What asking `service` whether it is a Cast receiver showed.
+    func verified(_ service: DNSSDService, answers: Bool) {
+        state.withLock { state in
+            guard state.entries[service.key]?.service == service else { return }
+            state.entries[service.key]?.answers = answers
+        }
+    }
+
+    /// The routes of the live announcements; lines to log, each once (conflicts, and a name that moved to another
+    /// announcement); and announcements in a conflict that have not been asked yet whether they answer as Cast.
+    func routes() -> (routes: [MediaRoute], said: [String], suspects: [DNSSDService]) {
+        state.withLock { state in
+            let preferred = state.entries.values.sorted { a, b in
+                let (rankA, rankB) = (Self.rank(a.answers), Self.rank(b.answers))
+                return rankA != rankB ? rankA < rankB : a.order < b.order
+            }
+            let (routes, conflicts) = CastReceiver.routes(from: preferred.map(\.service))
+            if state.said.count > 512 { state.said.removeAll() }
+            if state.asked.count > 512 { state.asked.removeAll() }
+            var said: [String] = []
+            var suspects: [DNSSDService] = []
+            for conflict in conflicts {
+                for service in [conflict.kept, conflict.ignored] where state.entries[service.key]?.answers == nil {
+                    if state.asked.insert(service).inserted { suspects.append(service) }
+                }
+                let line = "two announcements claim Cast id \(conflict.id): keeping \(Self.named(conflict.kept, state.entries[conflict.kept.key]?.answers)); "
+                    + "ignoring \(Self.named(conflict.ignored, state.entries[conflict.ignored.key]?.answers))"
+                if state.said.insert(line).inserted { said.append(line) }
+            }
+            // A name does not move to another announcement silently (one announcement moving, a group's leader, does).
+            var winners: [String: DNSSDService] = [:]
+            for entry in preferred {
+                if let id = CastReceiver.id(of: entry.service), winners[id] == nil { winners[id] = entry.service }
+            }
+            for (id, service) in winners {
+                if let before = state.listed[id], before.key != service.key {
+                    said.append("\"\(DisplayText.clean(service.txt["fn"] ?? service.name))\" (Cast id \(id)) is now the announcement at "
+                                + "\(service.address):\(service.port), no longer the one at \(before.address):\(before.port)")
+                }
+            }
+            state.listed = winners
+            return (routes, said, suspects)
+        }
+    }
+
+    /// Sorts announcements that answered as Cast first, those not asked next, those that did not answer last.
+    private static func rank(_ answers: Bool?) -> Int { answers == true ? 0 : answers == nil ? 1 : 2 }
+
+    private static func named(_ service: DNSSDService, _ answers: Bool?) -> String {
+        let evidence = answers == true ? ", which answers as a Cast receiver" : answers == false ? ", which does not answer as a Cast receiver" : ""
+        return "\"\(DisplayText.clean(service.txt["fn"] ?? service.name))\" at \(service.address):\(service.port)\(evidence)"
     }
 }
 
@@ -109,16 +244,34 @@ package enum CastReceiver {
         return id
     }
 
-    /// The routes for the resolved services: one per Cast id (a receiver seen on two interfaces is listed once).
-    package static func routes(from services: [DNSSDService]) -> [MediaRoute] {
-        var byID: [String: MediaRoute] = [:]
-        for service in services.sorted(by: { $0.key < $1.key }) {
-            guard let id = id(of: service), byID[id] == nil, let port = UInt16(exactly: service.port) else { continue }
-            byID[id] = route(id: id, name: service.txt["fn"] ?? service.name, model: service.txt["md"],
-                             capabilityBits: service.txt["ca"].flatMap { Int($0) },
-                             address: CastAddress(host: service.address, port: port))
+    /// The routes for the resolved services, given in order of preference (CastServiceTable's: those that answered
+    /// as Cast receivers, then those not asked, then those that did not answer; each group in the order announced):
+    /// one per Cast id (a receiver seen on two interfaces is listed once). When two live announcements claim one id
+    /// at different addresses, the first keeps it and `conflicts` names both; one announcement that moves (a group's
+    /// leader changing) simply moves.
+    package static func routes(from services: [DNSSDService]) -> (routes: [MediaRoute], conflicts: [Conflict]) {
+        var byID: [String: (route: MediaRoute, service: DNSSDService)] = [:]
+        var conflicts: [Conflict] = []
+        for service in services {
+            guard let id = id(of: service), let port = UInt16(exactly: service.port) else { continue }
+            if let kept = byID[id] {
+                if kept.service.address != service.address || kept.service.port != service.port {
+                    conflicts.append(Conflict(id: id, kept: kept.service, ignored: service))
+                }
+                continue
+            }
+            byID[id] = (route(id: id, name: service.txt["fn"] ?? service.name, model: service.txt["md"],
+                              capabilityBits: service.txt["ca"].flatMap { Int($0) },
+                              address: CastAddress(host: service.address, port: port)), service)
         }
-        return byID.values.sorted { $0.name < $1.name }
+        return (byID.values.map(\.route).sorted { $0.name < $1.name }, conflicts)
+    }
+
+    /// Two live announcements of one Cast id at different addresses: which one route keeps, and which it ignores.
+    package struct Conflict: Sendable, Hashable {
+        var id: String
+        var kept: DNSSDService
+        var ignored: DNSSDService
     }
 
     /// One receiver's route. `capabilityBits` is TXT `ca`: bit 0 (1) means it shows video; without it, a

@@ -21,6 +21,8 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
     private var browsers: [String: OpaquePointer] = [:]   // type → AvahiServiceBrowser
     private var resolvers: [String: OpaquePointer] = [:]  // DNSSDService.key → AvahiServiceResolver
     private var found: [String: DNSSDService] = [:]
+    /// Services whose address or port route refuses (AnnouncedAddress), with why: said once each.
+    private var refused: [String: String] = [:]
     private var running = false
     private var saidUnavailable = false
     private let subscribers = Mutex<(next: Int, all: [Int: (types: Set<String>, continuation: AsyncStream<DNSSDEvent>.Continuation)])>((0, [:]))
@@ -122,6 +124,7 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
         for browser in browsers.values { avahi_service_browser_free(browser) }
         resolvers.removeAll()
         browsers.removeAll()
+        refused.removeAll()
         for service in found.values {
             deliver(.removed(name: service.name, type: service.type, domain: service.domain, interface: service.interface)) {
                 $0.contains(service.type)
@@ -173,6 +176,7 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
             if let resolver { resolvers[key] = resolver }
         case AVAHI_BROWSER_REMOVE:
             if let resolver = resolvers.removeValue(forKey: key) { avahi_service_resolver_free(resolver) }
+            refused[key] = nil
             guard found.removeValue(forKey: key) != nil else { return }
             deliver(.removed(name: name, type: type, domain: domain, interface: Int32(interface))) { $0.contains(type) }
         case AVAHI_BROWSER_FAILURE:
@@ -182,8 +186,22 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
         }
     }
 
-    /// A service was resolved, or resolved again with something changed (avahi's thread).
+    /// A service was resolved, or resolved again with something changed (avahi's thread). One that points at
+    /// this machine itself, or at no port, is not passed on (and, if it moved there, is gone).
     private func resolved(_ service: DNSSDService) {
+        if let refusal = AnnouncedAddress.refusal(host: service.address, port: service.port) {
+            if refused.updateValue(refusal, forKey: service.key) != refusal {
+                log(refused.count <= 8 ? .notice : .debug,
+                    "ignoring \(service.type) \"\(DisplayText.clean(service.name))\" at \(service.address):\(service.port): \(refusal)")
+            }
+            if found.removeValue(forKey: service.key) != nil {
+                deliver(.removed(name: service.name, type: service.type, domain: service.domain, interface: service.interface)) {
+                    $0.contains(service.type)
+                }
+            }
+            return
+        }
+        refused[service.key] = nil
         guard found[service.key] != service else { return }
         found[service.key] = service
         log(.debug, "found \(service.type) \"\(service.name)\" at \(service.address):\(service.port)")

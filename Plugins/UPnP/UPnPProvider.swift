@@ -193,6 +193,10 @@ actor RendererDiscovery {
                 reject(event.location, "it came from \(event.sender.isEmpty ? "an unknown address" : event.sender) but points elsewhere")
                 return
             }
+            if let refusal = AnnouncedAddress.refusal(host: event.sender, port: URL(string: event.location)?.port ?? 80) {
+                reject(event.location, refusal)
+                return
+            }
             entries[event.udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
             // Described off the event loop: one slow renderer must not hold up every other event.
             Task { await self.describe(udn: event.udn, location: event.location) }

@@ -88,12 +88,8 @@ public enum FrameReader {
                 guard count > 0 else { sink.finish(); return }
                 do {
                     for body in try decoder.feed(Data(buffer[0..<count])) {
-                        var message = Result { () throws(RPCError) in try RPCMessage(parsing: body) }
                         // A full backlog: wait for the consumer rather than drop a message.
-                        while case .dropped(let again) = sink.yield(message), listening.withLock({ $0 }) {
-                            message = again
-                            usleep(1000)
-                        }
+                        guard sink.yieldBlocking(Result { () throws(RPCError) in try RPCMessage(parsing: body) }) else { return }
                     }
                 } catch {
                     sink.finish(throwing: error)

@@ -74,6 +74,9 @@ public enum RPCMessage: Sendable {
     /// - Throws: `RPCError` with `parseError` or `invalidRequest` when it is not a JSON-RPC 2.0 message.
     public init(parsing body: Data) throws(RPCError) {
         guard let object = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) else {
+            if let number = Self.numberOutOfRange(in: body) {
+                throw RPCError(code: RPCError.parseError, message: "a number out of range (\(number)) in \(FrameDecoder.sample(body))")
+            }
             throw RPCError(code: RPCError.parseError, message: "not JSON: \(FrameDecoder.sample(body))")
         }
         guard let fields = object as? [String: Any], fields["jsonrpc"] as? String == "2.0" else {
@@ -91,6 +94,24 @@ public enum RPCMessage: Sendable {
         } else {
             throw RPCError(code: RPCError.invalidRequest, message: "neither a call nor a reply: \(FrameDecoder.sample(body))")
         }
+    }
+
+    /// The first number in `body` that no Double holds (`1e999`: JSON allows it, the parser refuses it), cut to 40
+    /// characters, so that the message says what was wrong rather than "not JSON".
+    static func numberOutOfRange(in body: Data) -> String? {
+        let text = String(decoding: body, as: UTF8.self)
+        var index = text.startIndex
+        while index < text.endIndex {
+            guard text[index] == "-" || text[index].isASCII && text[index].isNumber else {
+                index = text.index(after: index)
+                continue
+            }
+            let end = text[index...].firstIndex { !($0.isASCII && ($0.isNumber || "+-.eE".contains($0))) } ?? text.endIndex
+            let literal = text[index..<end]
+            if let value = Double(literal), value.isInfinite { return String(literal.prefix(40)) }
+            index = end == index ? text.index(after: index) : end
+        }
+        return nil
     }
 
     private static func id(_ value: Any?) throws(RPCError) -> RPCID? {

@@ -176,14 +176,14 @@ public struct WireDevice: Codable, Sendable, Equatable {
         identities = route.deduplicationIDs.isEmpty ? nil : route.deduplicationIDs.sorted()
     }
 
-    /// The route it is, for `provider`. Unknown kinds and volume controls read as `other` and `none`;
-    /// the name is cleaned for display.
+    /// The route it is, for `provider`. Unknown kinds and volume controls read as `other` and `none`, a
+    /// channel count outside 1–64 as unknown; the name is cleaned for display.
     public func route(provider: String) -> MediaRoute {
         var route = MediaRoute(
             provider: provider, nativeID: id, name: DisplayText.clean(name), kind: MediaDevice.Kind(rawValue: kind) ?? .other,
             address: address, capabilities: MediaDevice.Capabilities(Self.capabilityNames.filter { capabilities.contains($0.0) }.map(\.1)),
             volumeControl: MediaDevice.VolumeControl(rawValue: volume) ?? .none, accepts: accepts,
-            maxAudioChannels: maxAudioChannels, deduplicationIDs: Set(identities ?? []))
+            maxAudioChannels: maxAudioChannels.flatMap { (1...64).contains($0) ? $0 : nil }, deduplicationIDs: Set(identities ?? []))
         route.showsSubtitles = showsSubtitles ?? false
         return route
     }
@@ -443,15 +443,17 @@ public struct WireStatus: Codable, Sendable, Equatable {
     /// The status, true now; nil when the state is not one of the protocol's.
     public var status: PlaybackStatus? {
         guard let state = PlaybackStatus.State(rawValue: state) else { return nil }
-        var status = PlaybackStatus(state: state, position: position.isFinite ? max(0, position) : 0,
-                                    duration: duration.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil },
+        // Every number is checked where it enters: a position or duration out of range (negative, not finite,
+        // past NetworkNumber.maxSeconds) is unknown, a volume is clamped, a speed outside the believable is 1.
+        var status = PlaybackStatus(state: state, position: NetworkNumber.seconds(position) ?? 0,
+                                    duration: NetworkNumber.seconds(duration),
                                     volume: volume.flatMap { $0.isFinite ? min(1, max(0, $0)) : nil }, title: title, error: error)
         status.muted = muted
         status.itemURL = itemURL
         status.deviceState = deviceState
         status.sessionID = sessionID
         status.itemID = itemID
-        if let speed, speed.isFinite { status.speed = speed }
+        if let speed = NetworkNumber.value(speed, in: PlaybackStatus.speeds) { status.speed = speed }
         if let reason = endReason.flatMap(PlaybackStatus.EndReason.init(rawValue:)), status.isFinal { status.endReason = reason }
         if let allowed { status.allowed = PlaybackStatus.Commands(Self.commandNames.filter { allowed.contains($0.0) }.map(\.1)) }
         return status

@@ -65,7 +65,7 @@ import Testing
             service("Group", port: 32187, ["id": "fedcba9876543210fedcba9876543210", "fn": "Downstairs", "md": "Google Cast Group", "ca": "2084"]),
             service("no id", ["fn": "Broken"]),
             service("short id", ["id": "1234", "fn": "Broken too"]),
-        ])
+        ]).routes
         #expect(routes.map(\.name) == ["Downstairs", "Kitchen speaker", "Living Room TV"])
         let tv = try #require(routes.first { $0.name == "Living Room TV" })
         #expect(tv.id == "cast:" + id && tv.kind == .tv && tv.capabilities == .all && tv.address == "10.0.0.7:8009")
@@ -80,8 +80,45 @@ import Testing
     @Test func oneReceiverOnTwoInterfacesIsOneRoute() {
         var other = service("Chromecast-abc", ["id": "4c61624361737452656365697665720a", "fn": "TV"])
         other.interface = 3
-        let routes = CastReceiver.routes(from: [service("Chromecast-abc", ["id": "4c61624361737452656365697665720a", "fn": "TV"]), other])
-        #expect(routes.count == 1)
+        let (routes, conflicts) = CastReceiver.routes(from: [service("Chromecast-abc", ["id": "4c61624361737452656365697665720a", "fn": "TV"]), other])
+        #expect(routes.count == 1 && conflicts.isEmpty)
+    }
+
+    @Test func anImpostorOfAnIdentityIsIgnoredWhateverItsNameAndTheConflictIsSaid() throws {
+        let id = "4c61624361737452656365697665720a"
+        let real = service("Lab-Cast", ["id": id, "fn": "Lab Cast"])
+        var rogue = service("AAA-first-by-sort-order", ["id": id, "fn": "Lab Cast"])
+        rogue.address = "10.0.0.66"
+        // Whichever order they sort in, the one given first keeps the identity.
+        let (routes, conflicts) = CastReceiver.routes(from: [real, rogue])
+        #expect(routes.map(\.address) == ["10.0.0.7:8009"] && conflicts.count == 1)
+
+        // The table: first seen first, asked about the conflict, then evidence first.
+        let table = CastServiceTable()
+        table.found(real)
+        table.found(rogue)
+        let first = table.routes()
+        #expect(first.routes.map(\.address) == ["10.0.0.7:8009"])
+        #expect(first.said.count == 1 && first.said[0].contains("keeping \"Lab Cast\" at 10.0.0.7:8009"), "\(first.said)")
+        #expect(Set(first.suspects) == [real, rogue], "both are asked whether they answer as Cast")
+        #expect(table.routes().suspects.isEmpty && table.routes().said.isEmpty, "asked and said once")
+        // The rogue answers as Cast and the first announcement does not: evidence wins, and the move is said.
+        table.verified(rogue, answers: true)
+        table.verified(real, answers: false)
+        let evidence = table.routes()
+        #expect(evidence.routes.map(\.address) == ["10.0.0.66:8009"])
+        #expect(evidence.said.contains { $0.contains("is now the announcement at 10.0.0.66:8009, no longer the one at 10.0.0.7:8009") }, "\(evidence.said)")
+        #expect(evidence.said.contains { $0.contains("which answers as a Cast receiver") }, "\(evidence.said)")
+        // One announcement that moves (a group's leader) keeps its place and is asked again.
+        table.verified(real, answers: true)
+        var moved = real
+        moved.address = "10.0.0.8"
+        table.found(moved)
+        #expect(table.routes().routes.map(\.address) == ["10.0.0.66:8009"], "the moved one has not answered yet")
+        table.verified(moved, answers: true)
+        #expect(table.routes().routes.map(\.address) == ["10.0.0.8:8009"], "both answer: the one announced first")
+        table.removed(moved.key)
+        #expect(table.routes().routes.map(\.address) == ["10.0.0.66:8009"], "the other announcement is all that is left")
     }
 
     @Test func addressesAreIPsWithAnOptionalPort() {

@@ -67,6 +67,27 @@ import Testing
         #expect(throws: RPCError.self) { try RPCMessage(parsing: Data(#"{"jsonrpc":"2.0","id":[1],"method":"a"}"#.utf8)) }
     }
 
+    @Test func aNumberNoDoubleHoldsIsSaidAsSuchNotAsBrokenJSON() {
+        let body = #"{"jsonrpc":"2.0","method":"session/status","params":{"session":"s1","status":{"state":"playing","position":1e999}}}"#
+        #expect { try RPCMessage(parsing: Data(body.utf8)) } throws: { error in
+            "\(error)".contains("a number out of range (1e999)") && !"\(error)".contains("not JSON")
+        }
+        #expect(RPCMessage.numberOutOfRange(in: Data(#"{"a":-2.5e400,"b":3}"#.utf8)) == "-2.5e400")
+        #expect(RPCMessage.numberOutOfRange(in: Data(#"{"a":1e308,"b":"x-1"}"#.utf8)) == nil)
+    }
+
+    @Test func numbersFromAPluginAreCheckedWhereTheyEnter() throws {
+        let huge = try JSONDecoder().decode(WireStatus.self, from: Data(#"{"state":"playing","position":1e308,"duration":1e308,"speed":1e308,"volume":1e308}"#.utf8))
+        let status = try #require(huge.status)
+        #expect(status.position == 0 && status.duration == nil && status.speed == 1 && status.volume == 1, "\(status)")
+        let fine = try #require(try JSONDecoder().decode(WireStatus.self, from: Data(#"{"state":"playing","position":12.5,"duration":30,"speed":2}"#.utf8)).status)
+        #expect(fine.position == 12.5 && fine.duration == 30 && fine.speed == 2)
+        var device = WireDevice(MediaRoute(provider: "p", nativeID: "d", name: "D", kind: .speaker, address: nil, capabilities: .audio,
+                                           volumeControl: .none, accepts: .anything))
+        device.maxAudioChannels = Int.max
+        #expect(device.route(provider: "p").maxAudioChannels == nil)
+    }
+
     @Test func paramsThatDoNotFitSayWhichField() {
         #expect { try RPCCoding.decode(SeekParams.self, from: Data(#"{"session":"s1"}"#.utf8)) } throws: { error in
             (error as? RPCError)?.message.contains("position") == true
