@@ -56,6 +56,10 @@ public actor CastSession {
         public var fetchDeadline: Duration
         /// Hears, in words, what the session did on its own (a refused item sent again transcoded).
         public var onNotice: @Sendable (String) -> Void = { _ in }
+        /// How long `stop()` waits for the device to confirm (its final state) before the session ends
+        /// without it, saying so through `onNotice`; closing the route afterwards gets as long again. A peer
+        /// that answers nothing must not hold a cast that a signal asked to end.
+        public var stopDeadline: Duration = .seconds(4)
 
         /// Options; by default 20 s to start, 5 s a picture, 6 s to fetch.
         public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5),
@@ -102,6 +106,8 @@ public actor CastSession {
     /// Since when the current picture has been shown (it first played).
     private var shownSince: ContinuousClock.Instant?
     private var finished = false
+    /// When `stop()` was first called: the device has `stopDeadline` from then to confirm.
+    private var stopAsked: ContinuousClock.Instant?
     private var errors: [(index: Int, error: any Error)] = []
 
     /// Makes a session over items with these titles (shown until an item is prepared); nothing is sent
@@ -121,8 +127,9 @@ public actor CastSession {
     /// Status after every change, starting with the latest.
     public nonisolated func statusUpdates() -> AsyncStream<CastStatus> { updates.subscribe() }
 
-    /// The latest status of the current item.
-    public var playback: PlaybackStatus { latest }
+    /// The latest status of the current item, its position extrapolated to now (devices report on changes,
+    /// not as the position moves).
+    public var playback: PlaybackStatus { latest.at(Date()) }
 
     /// The items that were skipped because they could not be prepared, and why.
     public var skipped: [(index: Int, error: any Error)] { errors }
@@ -155,18 +162,19 @@ public actor CastSession {
         handoff = nil
         queued = nil
         triedQueueing = false
-        let (events, sink) = AsyncStream<Event>.makeStream()
+        // Bounded: a device that floods statuses waits in its controller's broadcast, which keeps the newest.
+        let (events, sink) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(64))
         let statuses = controller.statusUpdates()
         do {
             let result = try await withThrowingTaskGroup(of: Void.self) { group -> Prepared? in
                 group.addTask {
                     do { try await controller.run() } catch is CancellationError {} catch {
-                        sink.yield(.controllerFailed("\(error)"))
+                        await sink.yieldWaiting(.controllerFailed("\(error)"))
                     }
                 }
                 group.addTask {
-                    for await status in statuses { sink.yield(.status(status)) }
-                    sink.yield(.statusEnded)
+                    for await status in statuses { await sink.yieldWaiting(.status(status)) }
+                    await sink.yieldWaiting(.statusEnded)
                 }
                 group.addTask {
                     while !Task.isCancelled {
@@ -178,14 +186,27 @@ public actor CastSession {
                 try await self.start(first.item)
                 return try await self.follow(events)
             }
-            await controller.close()
+            await close(controller)
             return result
         } catch {
             // Leave the device quiet: it must not go on playing from a server that is about to close. But
             // not when another controller took it over (route does not fight it) or it is gone.
-            if latest.endReason != .replaced, latest.endReason != .deviceGone { try? await controller.stop() }
-            await controller.close()
+            if latest.endReason != .replaced, latest.endReason != .deviceGone, stopAsked == nil { try? await controller.stop() }
+            await close(controller)
             throw error
+        }
+    }
+
+    /// Closes `controller`, waiting for it at most `stopDeadline` once a stop was asked for (a device that
+    /// does not answer must not hold a cast that is ending).
+    private func close(_ controller: any RouteController) async {
+        guard stopAsked != nil else { return await controller.close() }
+        let limit = options.stopDeadline
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await controller.close() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
@@ -322,6 +343,13 @@ public actor CastSession {
     /// and how long a picture has been shown.
     private func tick() async throws {
         let now = ContinuousClock.now
+        if let asked = stopAsked, !finished, now - asked >= options.stopDeadline {
+            // The device answered the stop (or did not) but never said it stopped: end without it.
+            finished = true
+            options.onNotice("\(device.name) did not confirm the stop within \(Int(options.stopDeadline.components.seconds)) s; "
+                             + "it may still be playing \(title)")
+            return
+        }
         guard let item = current, !stopping else { return }
         var loaded = item
         loaded.url = loadedURL ?? item.url
@@ -405,7 +433,7 @@ public actor CastSession {
     /// Seeks within the current item (absolute or relative to the reported position). A converted
     /// stream is reloaded from the new position, since devices cannot seek in it by bytes.
     public func seek(_ target: SeekTarget) async throws {
-        let position = target.resolved(from: latest.position, duration: latest.duration)
+        let position = target.resolved(from: latest.position(at: Date()), duration: latest.duration)
         let controller = try playing()
         guard let current, current.isConverted else {
             try await controller.seek(to: position)
@@ -451,9 +479,11 @@ public actor CastSession {
         try await playing().stop()
     }
 
-    /// Stops playback and ends `run()`.
+    /// Stops playback and ends `run()`: when the device confirms the stop, or after `stopDeadline` when it
+    /// does not (then `onNotice` says so).
     public func stop() async throws {
         stopping = true
+        if stopAsked == nil { stopAsked = .now }
         try await controller?.stop()
     }
 }

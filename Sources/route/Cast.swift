@@ -67,13 +67,25 @@ enum Cast {
             keys?.restore()
         }
         let display = Task {
-            var printer = StatusPrinter(live: isatty(STDERR_FILENO) == 1 && keys != nil)
-            for await status in session.statusUpdates() {
-                // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
-                if !printer.show(status), !interrupted.isSet {
-                    interrupted.set()
-                    Task { try? await session.stop() }
+            let printer = StatusPrinter(live: isatty(STDERR_FILENO) == 1 && keys != nil)
+            await withTaskGroup(of: Void.self) { group in
+                if printer.live {
+                    // The live line moves on by itself between the device's reports.
+                    group.addTask {
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: .seconds(1))
+                            printer.redraw()
+                        }
+                    }
                 }
+                for await status in session.statusUpdates() {
+                    // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
+                    if !printer.show(status), !interrupted.isSet {
+                        interrupted.set()
+                        Task { try? await session.stop() }
+                    }
+                }
+                group.cancelAll()
             }
             printer.finish()
         }

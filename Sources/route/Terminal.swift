@@ -3,6 +3,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import Synchronization
 
 /// A key that controls a cast.
 enum CastKey {
@@ -99,25 +100,42 @@ final class JobControl: @unchecked Sendable {
 }
 
 /// Renders cast status: a live line redrawn in place on a terminal, or one plain line per
-/// state change otherwise (for logs and scripts).
-struct StatusPrinter {
+/// state change otherwise (for logs and scripts). Thread-safe: statuses and redraws may come from two tasks.
+final class StatusPrinter: Sendable {
     let live: Bool
-    private var lastPlain: String?
+    private let shown = Mutex<(lastPlain: String?, last: CastStatus?)>((nil, nil))
 
     init(live: Bool) { self.live = live }
 
     /// Shows a status; false when stdout has gone away (a closed pipe), so the cast should end.
-    mutating func show(_ status: CastStatus) -> Bool {
-        if live {
-            // Never wider than the terminal: a line that wraps cannot be redrawn in place.
-            let line = Self.fitted(Self.liveLine(status), to: Self.terminalWidth() - 1)
-            FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
-            return true
+    func show(_ status: CastStatus) -> Bool {
+        shown.withLock { shown in
+            shown.last = status
+            if live {
+                Self.draw(status)
+                return true
+            }
+            let line = Self.plainLine(status)
+            guard line != shown.lastPlain else { return true }
+            shown.lastPlain = line
+            return printOutput(line)
         }
-        let line = Self.plainLine(status)
-        guard line != lastPlain else { return true }
-        lastPlain = line
-        return printOutput(line)
+    }
+
+    /// Redraws the live line with the position extrapolated to now (devices report changes, not a moving
+    /// position); nothing in plain mode or while not playing.
+    func redraw() {
+        shown.withLock { shown in
+            guard live, var status = shown.last, status.playback.state == .playing else { return }
+            status.playback = status.playback.at(Date())
+            Self.draw(status)
+        }
+    }
+
+    private static func draw(_ status: CastStatus) {
+        // Never wider than the terminal: a line that wraps cannot be redrawn in place.
+        let line = fitted(liveLine(status), to: terminalWidth() - 1)
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
     }
 
     /// The columns of the terminal on stderr (80 when unknown).
@@ -169,7 +187,7 @@ struct StatusPrinter {
         var line = "\(symbol) \(DisplayText.clean(s.device.name)) · \(DisplayText.clean(s.title))\(queue) \(formatClock(s.playback.position))"
         if let duration = s.playback.duration, duration > 0 {
             let width = 20
-            let filled = min(width, Int((s.playback.position / duration) * Double(width)))
+            let filled = min(width, max(0, Int(saturating: (s.playback.position / duration) * Double(width))))
             line += " [" + String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled) + "] "
             line += formatClock(duration)
         }
