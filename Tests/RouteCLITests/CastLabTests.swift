@@ -419,7 +419,118 @@ extension LabTests {
             }
         }
 
+        // MARK: A hostile or broken receiver, a hostile or crowded network
+
+        @Test func aReceiverThatFloodsStatusesCannotGrowRoutesMemory() async throws {
+            try await withReceiver(["--misbehave", "flood", "--flood-seconds", "6"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 60)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver floods route with MEDIA_STATUS", within: 15) { CastReceiverLab.has("flood-start") }
+                var peak = 0
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !CastReceiverLab.has("flood-end"), ContinuousClock.now < deadline {
+                    peak = max(peak, residentKiB(of: casting.pid))
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                let sent = CastReceiverLab.events().last { $0["event"] as? String == "flood-end" }?["sent"] as? Int ?? -1
+                #expect(peak > 0 && peak < 160_000, "route cast grew to \(peak / 1024) MiB while the receiver sent \(sent) statuses")
+                // route catches up within seconds of the flood's end (no backlog to work through): it answers with the
+                // receiver's last status, and the cast plays on.
+                try await sandbox.poll(["status", "--to", Self.name], within: 5, "route status says playing") { $0.stdout.contains("playing") }
+                #expect(casting.isRunning)
+                kill(casting.pid, SIGTERM)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 130, "\(result)")
+            }
+        }
+
+        @Test func aReceiverThatAcceptsButNeverAnswersAfterAReconnectIsGivenUpOn() async throws {
+            try await withReceiver(["--drop-after", "2", "--misbehave", "silent-after-drop"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 120)
+                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 60)
+                #expect(result.status == 1 && !result.signaled && result.stderr.contains("\(Self.name) cannot be reached"), "\(result)")
+                let events = CastReceiverLab.events().compactMap { $0["event"] as? String }
+                let reconnects = events.drop { $0 != "dropped" }.filter { $0 == "connected" }.count
+                #expect((1...5).contains(reconnects), "\(reconnects) connections after the drop")
+            }
+        }
+
+        @Test func oneSignalEndsACastWithinSecondsWhenTheReceiverFallsSilent() async throws {
+            try await withReceiver(["--misbehave", "silent-after-load"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 60)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver falls silent after the LOAD", within: 10) { CastReceiverLab.has("silent") }
+                kill(casting.pid, SIGTERM)
+                let signalled = ContinuousClock.now
+                let result = await casting.finish(within: 30)
+                #expect(ContinuousClock.now - signalled < .seconds(10), "ended \(ContinuousClock.now - signalled) after SIGTERM")
+                #expect(result.status == 130 && !result.signaled && result.stderr.contains("did not confirm the stop"), "\(result)")
+            }
+        }
+
+        @Test func announcementsThatPointAtThisMachineAreNeitherListedNorConnectedTo() async throws {
+            try await withReceiver { sandbox in
+                // Something listens on this side's loopback and own address, port 8009, and notes who connects.
+                let knocks = sandbox.root + "/knocks"
+                let listener = try Lab.listen(on: ["127.0.0.1", "10.77.0.1"], port: 8009, log: knocks)
+                defer { listener.stop() }
+                let announcers = [
+                    try await Lab.announce(["--address", "127.0.0.1", "Evil Loop", "id=\(String(repeating: "1", count: 32))", "fn=Evil Loop"]),
+                    try await Lab.announce(["--address", "10.77.0.1", "Evil Self", "id=\(String(repeating: "2", count: 32))", "fn=Evil Self"]),
+                    try await Lab.announce(["--port", "0", "Evil Port", "id=\(String(repeating: "3", count: 32))", "fn=Evil Port"]),
+                ]
+                defer { for announcer in announcers { announcer.stop() } }
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: cast)
+                let names = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).map(\.name)
+                #expect(names.contains(Self.name) && !names.contains { $0.hasPrefix("Evil") }, "\(names)")
+                #expect(found.stderr.contains("\"Evil Loop\" at 127.0.0.1:8009: 127.0.0.1 is this machine's loopback"), "\(found)")
+                #expect(found.stderr.contains("\"Evil Self\" at 10.77.0.1:8009: 10.77.0.1 is an address of this machine"), "\(found)")
+                #expect(found.stderr.contains("\"Evil Port\" at 10.77.0.2:0: port 0"), "\(found)")
+                #expect(((try? String(contentsOfFile: knocks, encoding: .utf8)) ?? "").isEmpty, "route connected to this machine")
+            }
+        }
+
+        @Test func aCrowdOfAnnouncementsDoesNotHoldUpTheRealReceiver() async throws {
+            try await withReceiver(["--no-publish"]) { sandbox in
+                // route follows the network (as `route watch` does) while 120 receivers are announced, each at its own
+                // address where no host answers (touching one waits its deadline while the kernel asks who has it),
+                // and then the real one.
+                let watching = try sandbox.start(["devices", "--timeout", "60"], environment: cast)
+                let crowd = try await Lab.announce(["--count", "120", "--address", "10.77.0.100", "Crowd"])
+                defer { crowd.stop() }
+                try await Lab.until("route lists the crowd", within: 10) { watching.stdout.contains("Crowd ") }
+                let id = try #require(Lab.environment("ROUTE_LAB_CAST_ID"))
+                let real = try await Lab.announce([Self.name, "id=\(id)", "fn=\(Self.name)", "md=Lab Cast Receiver"])
+                defer { real.stop() }
+                let announced = ContinuousClock.now
+                try await Lab.until("route lists the real receiver", within: 20) { watching.stdout.contains(Self.name) }
+                #expect(ContinuousClock.now - announced < .seconds(5), "listed \(ContinuousClock.now - announced) after it was announced")
+                kill(watching.pid, SIGTERM)
+                _ = await watching.finish(within: 5)
+            }
+        }
+
+        @Test func anImpostorOfTheReceiversIdentityDoesNotTakeItsName() async throws {
+            try await withReceiver { sandbox in
+                // The real id and name, an instance name that sorts first, and a port where nothing speaks Cast.
+                let id = try #require(Lab.environment("ROUTE_LAB_CAST_ID"))
+                let rogue = try await Lab.announce(["--port", "8010", "AAA Rogue", "id=\(id)", "fn=\(Self.name)"])
+                defer { rogue.stop() }
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: cast)
+                let named = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).filter { $0.name == Self.name }
+                #expect(named.count == 1 && named.first?.address == Self.address, "\(found)")
+                #expect(found.stderr.contains("two announcements claim Cast id \(id)"), "\(found)")
+            }
+        }
+
         // MARK: Helpers
+
+        /// The resident memory of a process, in KiB (0 when it is gone).
+        private func residentKiB(of pid: Int32) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
 
         /// Casts a long WAV to the receiver, runs `body` once the receiver plays it, then stops the cast
         /// (SIGTERM) and returns how it ended.
@@ -489,6 +600,9 @@ enum CastReceiverLab {
               let text = try? String(contentsOfFile: state + "/\(receiver).log", encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
+
+    /// Whether the receiver has reported `event` (`flood-start`, `silent`).
+    static func has(_ event: String) -> Bool { events().contains { $0["event"] as? String == event } }
 
     /// The receiver's latest media report.
     static func latestMedia() -> [String: Any]? { events().last { $0["event"] as? String == "media" } }

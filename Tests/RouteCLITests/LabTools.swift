@@ -61,6 +61,72 @@ enum Lab {
         return process
     }
 
+    /// A helper process a test started and must end: with SIGKILL, as Foundation starts children with SIGTERM blocked.
+    struct Helper {
+        let process: Process
+
+        /// Ends it and waits for it.
+        func stop() {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Announces DNS-SD services from namespace B with Tests/LabTools/announce (avahi's own D-Bus API, any address,
+    /// hundreds at once) and returns once avahi-daemon has them; the caller stops it (the services leave with it).
+    static func announce(_ arguments: [String]) async throws -> Helper {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("announce-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
+        process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/announce").path] + arguments
+        let log = try FileHandle(forWritingTo: output)
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        try log.close()
+        defer { try? FileManager.default.removeItem(at: output) }
+        do {
+            try await until("avahi-daemon announces \(arguments.joined(separator: " "))", within: 20) {
+                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                if !process.isRunning { throw ToolFailed(description: "announce \(arguments.joined(separator: " ")): \(text)") }
+                return text.contains("announced")
+            }
+        } catch {
+            Helper(process: process).stop()
+            throw error
+        }
+        return Helper(process: process)
+    }
+
+    /// Listens on TCP `port` at each of `addresses` (in this namespace) and writes a line to `log` for every
+    /// connection; the caller stops it.
+    static func listen(on addresses: [String], port: Int, log: String) throws -> Helper {
+        let script = """
+            import select, socket, sys
+            listeners = []
+            for address in sys.argv[3:]:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((address, int(sys.argv[2])))
+                s.listen(16)
+                listeners.append(s)
+            while True:
+                for s in select.select(listeners, [], [])[0]:
+                    connection, peer = s.accept()
+                    with open(sys.argv[1], "a") as out:
+                        out.write("%s:%d\\n" % peer)
+                    connection.close()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", script, log, String(port)] + addresses
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return Helper(process: process)
+    }
+
     /// Runs `scripts/lab ARGS` (e.g. `kill-renderer --hard`); throws with its output when it fails.
     static func control(_ arguments: String...) throws { try control(arguments) }
 

@@ -230,6 +230,47 @@ extension LabTests {
             }
         }
 
+        @Test func hugeNumbersFromAPluginNeitherCrashTheCastNorRouteStatus() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 60)
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "huge-numbers", "ROUTE_PROVIDERS": "faulty"]
+                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
+                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                let status = try await sandbox.run(["status", "--to", "Faulty Speaker"])
+                #expect(status.status == 0 && !status.signaled && status.stdout.contains("playing"), "\(status)")
+                #expect(casting.isRunning, "the cast lives on")
+                kill(casting.pid, SIGTERM)
+                let result = await casting.finish(within: 15)
+                #expect(result.status == 130 && !result.signaled, "\(result)")
+            }
+        }
+
+        @Test func aNumberNoDoubleHoldsIsNamedInTheError() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 20)
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "out-of-range", "ROUTE_PROVIDERS": "faulty"]
+                let result = try await sandbox.run(["cast", wav, "--to", "Faulty Speaker"], environment: environment, timeout: 20)
+                #expect(result.status != 0 && !result.signaled, "\(result)")
+                #expect(result.stderr.contains("a number out of range (1e999)") && !result.stderr.contains("not valid JSON"), "\(result)")
+            }
+        }
+
+        @Test(arguments: [SIGTERM, SIGHUP, SIGINT])
+        func oneSignalEndsACastWithinSecondsWhenThePluginNeverConfirmsTheStop(signal: Int32) async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 60)
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_PROVIDERS": "faulty"]
+                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
+                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                kill(casting.pid, signal)
+                let signalled = ContinuousClock.now
+                let result = await casting.finish(within: 20)
+                #expect(ContinuousClock.now - signalled < .seconds(10), "ended \(ContinuousClock.now - signalled) after the signal")
+                #expect(result.status == 130 && !result.signaled, "\(result)")
+                #expect(result.stderr.contains("Faulty Speaker did not confirm the stop within 4 s"), "\(result)")
+            }
+        }
+
         @Test func aPluginThatHangsOnACallIsStoppedAndTheCastEndsWithAnError() async throws {
             try await inSandbox { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 60)
