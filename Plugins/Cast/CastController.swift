@@ -44,6 +44,10 @@ actor CastController: RouteController {
     private var lastHeard = ContinuousClock.now
     /// Whether the receiver has said anything on the current link (a link that only completed TLS proves nothing).
     private var heardOnLink = false
+    /// Links made so far, and the count when the item was loaded: a media app gone after a new link is a receiver
+    /// that restarted, not another controller.
+    private var links = 0
+    private var linksAtLoad = 0
     private var closed = false
     /// Why the receiver is lost for good, once it is.
     private var lost: RouteError?
@@ -136,6 +140,7 @@ actor CastController: RouteController {
     private func attach(_ link: TLSConnection) async throws {
         lastHeard = .now
         heardOnLink = false
+        links += 1
         connectedTransport = nil
         try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, CastJSON.connect())
         try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": replies.makeID()])
@@ -305,10 +310,14 @@ actor CastController: RouteController {
            !(receiver.applications ?? []).contains(where: { $0.sessionId == app.sessionId }) {
             self.app = nil
             launchedApp = false
+            let other = receiver.applications?.first?.displayName.map { DisplayText.clean($0) }
             if expectingStop {
                 status.end(.stopped, because: .stopped)
+            } else if other == nil, links > linksAtLoad {
+                // The link broke and came back without the media app, and nothing else runs: the receiver restarted.
+                status.end(.failed, because: .deviceGone)
+                status.error = "\(route.name) restarted (its media app was gone when route connected again)"
             } else {
-                let other = receiver.applications?.first?.displayName.map { DisplayText.clean($0) }
                 status.end(.failed, because: .replaced)
                 status.error = "replaced by another controller (\(route.name) " + (other.map { "now runs \($0))" } ?? "closed the media app)")
             }
@@ -427,6 +436,7 @@ actor CastController: RouteController {
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
         let transport = try await mediaApp()
+        linksAtLoad = links
         mediaSessionID = nil
         expectingStop = false
         playedOnce = false
@@ -442,6 +452,9 @@ actor CastController: RouteController {
         ].merging(Self.activeTracks(for: item)) { $1 })
         guard reply.type == "MEDIA_STATUS", let session = MediaSessionStatus.decode(reply.payload)?.first else {
             if reply.type == "LOAD_FAILED" { throw RouteError.mediaRefused(device: route.name, reason: reply.failure) }
+            if reply.type == "MEDIA_STATUS" {
+                throw RouteError.unusableDevice(device: route.name, reason: "it answered LOAD with a MEDIA_STATUS that names no media session")
+            }
             throw RouteError.commandFailed(device: route.name, command: "LOAD", reason: reply.failure)
         }
         mediaSessionID = session.mediaSessionId

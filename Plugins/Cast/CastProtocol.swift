@@ -25,13 +25,22 @@ struct CastEnvelope: Decodable {
     var requestId: Int?
 }
 
-/// A receiver's volume.
+/// A receiver's volume (each field read leniently).
 struct CastVolume: Decodable, Sendable, Equatable {
     var level: Double?
     var muted: Bool?
     /// `attenuation`, `master` or `fixed` (a fixed one cannot be set).
     var controlType: String?
     var stepInterval: Double?
+
+    private enum Keys: String, CodingKey { case level, muted, controlType, stepInterval }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        level = container.lenient(.level)
+        muted = container.lenient(.muted)
+        controlType = container.lenient(.controlType)
+        stepInterval = container.lenient(.stepInterval)
+    }
 }
 
 /// RECEIVER_STATUS: the running application and the volume.
@@ -69,6 +78,14 @@ struct ReceiverStatus: Decodable, Sendable, Equatable {
     var applications: [Application]?
     var volume: CastVolume?
 
+    private enum Keys: String, CodingKey { case applications, volume }
+    /// Leniently: an application that is not one, or a volume of another type, costs only itself.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        applications = (container.lenient(.applications) as [Lenient<Application>]?)?.compactMap(\.value)
+        volume = container.lenient(.volume)
+    }
+
     private struct Message: Decodable { var status: ReceiverStatus }
     /// The status in a RECEIVER_STATUS payload.
     static func decode(_ payload: String) -> ReceiverStatus? {
@@ -76,13 +93,23 @@ struct ReceiverStatus: Decodable, Sendable, Equatable {
     }
 }
 
-/// One media session in MEDIA_STATUS.
+/// One media session in MEDIA_STATUS. Every field but `mediaSessionId` is read leniently: a receiver's (or another
+/// sender's) field of an unexpected type is left out, and the rest of the status still counts.
 struct MediaSessionStatus: Decodable, Sendable, Equatable {
     struct Media: Decodable, Sendable, Equatable {
         var contentId: String?
         var contentType: String?
         var duration: Double?
         var metadata: Metadata?
+
+        private enum Keys: String, CodingKey { case contentId, contentType, duration, metadata }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            contentId = container.lenient(.contentId)
+            contentType = container.lenient(.contentType)
+            duration = container.lenient(.duration)
+            metadata = container.lenient(.metadata)
+        }
         /// What the sender says of the media (any of its metadata types); a field of another type is left out,
         /// never the status with it.
         struct Metadata: Decodable, Sendable, Equatable {
@@ -106,6 +133,13 @@ struct MediaSessionStatus: Decodable, Sendable, Equatable {
     struct Item: Decodable, Sendable, Equatable {
         var itemId: Int?
         var media: Media?
+
+        private enum Keys: String, CodingKey { case itemId, media }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            itemId = container.lenient(.itemId)
+            media = container.lenient(.media)
+        }
     }
     var mediaSessionId: Int
     /// IDLE, BUFFERING, LOADING, PLAYING, PAUSED.
@@ -121,11 +155,36 @@ struct MediaSessionStatus: Decodable, Sendable, Equatable {
     /// Bit field: 1 pause, 2 seek, 4 stream volume, 8 stream mute.
     var supportedMediaCommands: Int?
 
-    private struct Message: Decodable { var status: [MediaSessionStatus] }
-    /// The sessions in a MEDIA_STATUS payload (empty when nothing plays).
-    static func decode(_ payload: String) -> [MediaSessionStatus]? {
-        try? JSONDecoder().decode(Message.self, from: Data(payload.utf8)).status
+    private enum Keys: String, CodingKey {
+        case mediaSessionId, playerState, idleReason, currentTime, playbackRate, media, volume, currentItemId, items, supportedMediaCommands
     }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        mediaSessionId = try container.decode(Int.self, forKey: .mediaSessionId)
+        playerState = container.lenient(.playerState)
+        idleReason = container.lenient(.idleReason)
+        currentTime = container.lenient(.currentTime)
+        playbackRate = container.lenient(.playbackRate)
+        media = container.lenient(.media)
+        volume = container.lenient(.volume)
+        currentItemId = container.lenient(.currentItemId)
+        // One odd item costs that item.
+        items = (container.lenient(.items) as [Lenient<Item>]?)?.compactMap(\.value)
+        supportedMediaCommands = container.lenient(.supportedMediaCommands)
+    }
+
+    private struct Message: Decodable { var status: [Lenient<MediaSessionStatus>] }
+    /// The sessions in a MEDIA_STATUS payload (empty when nothing plays; an entry without a media session id is
+    /// left out).
+    static func decode(_ payload: String) -> [MediaSessionStatus]? {
+        (try? JSONDecoder().decode(Message.self, from: Data(payload.utf8)).status)?.compactMap(\.value)
+    }
+}
+
+/// An element of a JSON array that may not be one: nil then, instead of failing the array.
+struct Lenient<Wrapped: Decodable>: Decodable {
+    var value: Wrapped?
+    init(from decoder: any Decoder) throws { value = try? Wrapped(from: decoder) }
 }
 
 /// The reason in LOAD_FAILED, INVALID_REQUEST, LAUNCH_ERROR and the like.
@@ -163,5 +222,9 @@ package enum CastStatuses {
 
 extension KeyedDecodingContainer {
     /// The string at `key`; nil when it is absent or of another type (another sender's fields can be anything).
-    func lenientString(_ key: Key) -> String? { (try? decodeIfPresent(String.self, forKey: key)) ?? nil }
+    func lenientString(_ key: Key) -> String? { lenient(key) }
+
+    /// The value at `key`; nil when it is absent or of another type: one mistyped field costs that field, never
+    /// the status it came in.
+    func lenient<Value: Decodable>(_ key: Key) -> Value? { (try? decodeIfPresent(Value.self, forKey: key)) ?? nil }
 }

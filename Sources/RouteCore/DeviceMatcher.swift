@@ -7,7 +7,8 @@ public enum DeviceMatch: Int, Sendable, Comparable {
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 }
 
-/// Picks a device by id, exact name (any case), unique prefix, or close spelling.
+/// Picks a device by id, exact name (any case), unique prefix, or close spelling — by any of its names (a merged
+/// device answers to each of its routes' names).
 public enum DeviceMatcher {
     /// The best-matching devices for `query` and how they matched; empty when nothing matches.
     public static func candidates(for query: String, in devices: [MediaDevice]) -> (DeviceMatch, [MediaDevice])? {
@@ -18,9 +19,9 @@ public enum DeviceMatcher {
                 device.id == query || device.routes.contains { $0.id == query || $0.nativeID == query }
                     || device.deduplicationIDs.contains(query) || matchesAddress(query, of: device)
             }),
-            (.exactName, { $0.name.lowercased() == q }),
-            (.prefix, { $0.name.lowercased().hasPrefix(q) }),
-            (.wordPrefix, { $0.name.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } }),
+            (.exactName, { $0.names.contains { $0.lowercased() == q } }),
+            (.prefix, { $0.names.contains { $0.lowercased().hasPrefix(q) } }),
+            (.wordPrefix, { $0.names.contains { $0.lowercased().split(separator: " ").contains { $0.hasPrefix(q) } } }),
         ]
         for (match, predicate) in tiers {
             let found = devices.filter(predicate)
@@ -29,7 +30,8 @@ public enum DeviceMatcher {
         // Close spelling: a typo or two (edit distance within a fifth of the query), best distance only.
         // Looser limits take "Fake Renderer" for "Lab Renderer".
         let limit = max(1, q.count / 5)
-        let scored = devices.map { ($0, editDistance(q, $0.name.lowercased())) }.filter { $0.1 <= limit }
+        let scored = devices.map { device in (device, device.names.map { editDistance(q, $0.lowercased()) }.min() ?? .max) }
+            .filter { $0.1 <= limit }
         guard let best = scored.map(\.1).min() else { return nil }
         return (.close, scored.filter { $0.1 == best }.map(\.0))
     }

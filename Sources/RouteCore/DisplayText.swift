@@ -8,8 +8,8 @@ public enum DisplayText {
     /// Characters of a longer message (an error reason) kept before it is cut.
     public static let messageLimit = 400
 
-    /// `text` with every control character (C0, DEL, C1) and every bidirectional override or isolate
-    /// removed, line breaks and tabs turned into spaces, runs of spaces collapsed, ends trimmed, and at
+    /// `text` with every control character (C0, DEL, C1) and every invisible character (direction overrides,
+    /// zero-width spaces: `isHidden`) removed, line breaks and tabs turned into spaces, runs of spaces collapsed, ends trimmed, and at
     /// most `limit` Unicode scalars (cut with "…"). For names and other short text from the network.
     public static func clean(_ text: String, limit: Int = nameLimit) -> String {
         var out = ""
@@ -48,10 +48,12 @@ public enum DisplayText {
         return String(out) + (text.unicodeScalars.count > limit ? "…" : "")
     }
 
-    /// Control characters (C0, DEL, C1) and the invisible marks that reorder or hide text.
+    /// Control characters (C0, DEL, C1) and every character Unicode says to draw as nothing (its
+    /// Default_Ignorable_Code_Point set: zero-width spaces and joiners, direction marks, overrides and isolates,
+    /// variation selectors, soft hyphens, tags, fillers): they reorder or hide text, and make a look-alike of a
+    /// name ("Lab\u{200B} Renderer") that is another name.
     private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         let value = scalar.value
-        return value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value)
-            || (0x2066...0x2069).contains(value) || value == 0x200E || value == 0x200F || value == 0x061C || value == 0xFEFF
+        return value < 0x20 || (0x7F...0x9F).contains(value) || scalar.properties.isDefaultIgnorableCodePoint
     }
 }

@@ -16,7 +16,7 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
     public var provider: String
     /// The protocol it speaks (usually the provider's name).
     public var protocolName: String
-    /// The name this route gives the device.
+    /// The name this route gives the device, cleaned for display (DisplayText) where it is made.
     public var name: String
     public var kind: MediaDevice.Kind
     /// Where it is on the network (`10.0.0.5:8009`, a description URL), or nil for local output.
@@ -34,7 +34,13 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
     /// devices can share a host.
     public var deduplicationIDs: Set<String>
 
-    /// Makes a route; providers call this for each device they reach.
+    /// The name of the provider of this computer's own output ("This computer"): the one provider that is not on
+    /// the network.
+    public static let localProvider = "local"
+
+    /// Makes a route; providers call this for each device they reach. `name` comes from the network: it is
+    /// cleaned here (no control characters, escape sequences, direction overrides or invisible characters), so
+    /// that every list, every match and the JSON of every provider show the same safe name.
     public init(provider: String, nativeID: String, name: String, kind: MediaDevice.Kind, protocolName: String? = nil,
                 address: String? = nil, capabilities: MediaDevice.Capabilities, volumeControl: MediaDevice.VolumeControl,
                 accepts: MediaAcceptance, maxAudioChannels: Int? = nil, deduplicationIDs: Set<String> = []) {
@@ -42,7 +48,7 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
         self.nativeID = nativeID
         self.provider = provider
         self.protocolName = protocolName ?? provider
-        self.name = name
+        self.name = DisplayText.clean(name)
         self.kind = kind
         self.address = address
         self.capabilities = capabilities
@@ -109,6 +115,24 @@ public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
 
     /// The preferred route.
     public var primary: MediaRoute { routes[0] }
+    /// Every name its routes give it, the preferred route's first, each once: a merged device (a TV's Cast name and
+    /// its DLNA friendly name) answers to each of them.
+    public var names: [String] {
+        var seen = Set<String>()
+        return routes.map(\.name).filter { seen.insert($0.lowercased()).inserted }
+    }
+    /// Its names besides `name`.
+    public var otherNames: [String] { Array(names.dropFirst()) }
+
+    /// The same device with `route` first: named and identified as that route shows it (a session observed over
+    /// one of its routes is that route's).
+    public func preferring(_ route: MediaRoute) -> MediaDevice {
+        guard let index = routes.firstIndex(where: { $0.id == route.id }), index > 0 else { return self }
+        var reordered = routes
+        reordered.remove(at: index)
+        reordered.insert(route, at: 0)
+        return MediaDevice(routes: reordered)
+    }
     /// The protocols that reach it, in order of preference, each once.
     public var protocols: [String] {
         var seen = Set<String>()
@@ -125,6 +149,27 @@ public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
 
     /// The route of `provider`, if it reaches the device.
     public func route(of provider: String) -> MediaRoute? { routes.first { $0.provider == provider || $0.protocolName == provider } }
+
+    private enum CodingKeys: String, CodingKey { case id, name, names, kind, routes }
+
+    /// JSON: id, name, its other names (`names`, every name with `name` first), kind and routes.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(names, forKey: .names)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(routes, forKey: .routes)
+    }
+
+    /// Reads what `encode(to:)` wrote (`names` follows from the routes).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        name = try container.decode(String.self, forKey: .name)
+        kind = try container.decode(Kind.self, forKey: .kind)
+        routes = try container.decode([MediaRoute].self, forKey: .routes)
+    }
 }
 
 /// The media formats a device takes, as MIME types (what DLNA's GetProtocolInfo or Cast's docs list).

@@ -172,16 +172,31 @@ public actor MediaRouter {
         return try DeviceMatcher.pick(query, in: devices)
     }
 
-    /// Asks each provider in turn for the device at `address`, without discovery.
+    /// Asks each provider in turn for the device at `address`, without discovery. A bare IP address is tried at
+    /// each protocol's default port (Cast's 8009), as `catt -d IP` does.
     /// - Throws: the provider's error when it speaks to the address but the device does not answer;
-    ///   `RouteError.unknownAddress` when no provider speaks to it.
+    ///   `RouteError.deviceUnreachable` when a `host:port` answers but as no provider's device (something is
+    ///   there, and it is not a player route knows); `RouteError.unknownAddress` when no provider speaks to it.
     public func device(at address: String) async throws -> MediaDevice {
         for provider in providers {
             if let route = try await provider.route(at: address, context: context(for: provider)) {
                 return MediaDevice(routes: [route])
             }
         }
+        if Self.namesAPort(address) {
+            throw RouteError.deviceUnreachable(device: address, reason: "no player route knows answers there (\(providers.map(\.name).filter { $0 != MediaRoute.localProvider }.joined(separator: ", ")) asked)")
+        }
         throw RouteError.unknownAddress(address)
+    }
+
+    /// Whether `address` is `host:port` (or `[v6]:port`, or a URL with a port): a service, not only a host.
+    static func namesAPort(_ address: String) -> Bool {
+        var rest = Substring(address)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        let authority = rest.prefix { $0 != "/" }
+        if authority.hasPrefix("[") { return authority.contains("]:") }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 2 && UInt16(parts[1]) != nil
     }
 
     /// Opens a controller for a route through the provider that found it.

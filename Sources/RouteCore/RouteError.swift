@@ -3,9 +3,10 @@
 /// An error from the router, a provider or a controller. `description` is one line that names
 /// the problem and what to do.
 public enum RouteError: Error, Equatable, CustomStringConvertible {
-    /// No device matches the name; `candidates` are the names that exist.
+    /// No device matches the name; `candidates` are the names that exist. An empty query: no device was named,
+    /// and none was found.
     case unknownDevice(query: String, candidates: [String])
-    /// Several devices match the name equally well.
+    /// Several devices match the name equally well. An empty query: no device was named, and there are several.
     case ambiguousDevice(query: String, matches: [String])
     /// The device could not be reached or stopped answering.
     case deviceUnreachable(device: String, reason: String)
@@ -26,6 +27,10 @@ public enum RouteError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .unknownDevice("", _):
+            return "no device was found; run `route devices` to see what answers, or give --to this for this computer"
+        case .ambiguousDevice("", let matches):
+            return "there are several devices (" + matches.map { "\"\($0)\"" }.joined(separator: ", ") + "); name one with --to NAME"
         case .unknownDevice(let query, let candidates):
             let list = candidates.isEmpty ? "none were found" : "found: " + candidates.map { "\"\($0)\"" }.joined(separator: ", ")
             return "no device matches \"\(query)\" (\(list)); run `route devices` to list them"

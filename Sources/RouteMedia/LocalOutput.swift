@@ -9,12 +9,12 @@ import Synchronization
 /// The provider of the one local device. Needs no network; its list never changes.
 public struct LocalProvider: RouteProvider {
     /// The local route: plays anything GStreamer decodes, with absolute volume.
-    public static let route = MediaRoute(provider: "local", nativeID: "local", name: "This computer", kind: .computer,
+    public static let route = MediaRoute(provider: MediaRoute.localProvider, nativeID: MediaRoute.localProvider, name: "This computer", kind: .computer,
                                          capabilities: .all, volumeControl: .absolute, accepts: .anything)
     /// "This computer", with its one route.
     public static let device = MediaDevice(routes: [route])
 
-    public let name = "local"
+    public let name = MediaRoute.localProvider
 
     /// Makes the provider.
     public init() {}
@@ -142,8 +142,10 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     func stop() async throws {
         try checkOpen()
         state.withLock { $0.wantsPlaying = false }
-        gst_element_set_state(playbin, GST_STATE_READY)
+        // Stopped first: the pipeline passes through PAUSED on its way down, and the bus thread would report that
+        // as "paused" before "stopped" (a final state ignores it).
         publish { $0.state = .stopped }
+        gst_element_set_state(playbin, GST_STATE_READY)
     }
 
     func setVolume(_ level: Double) async throws {

@@ -32,7 +32,7 @@ public final class MediaPreparer: Sendable {
     /// conversion (as it is, then remuxed, then transcoded), the preferred one among equals.
     public func plan(_ info: MediaInfo) -> (route: MediaRoute, delivery: Delivery) {
         let planned = routes.map { route in
-            (route, route.provider == "local" ? Delivery.direct
+            (route, route.provider == MediaRoute.localProvider ? Delivery.direct
                 : DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels))
         }
         return planned.min { $0.1.cost < $1.1.cost } ?? (device.primary, .unplayable("the device has no route"))
@@ -49,7 +49,7 @@ public final class MediaPreparer: Sendable {
                              title: info.displayTitle, artist: info.artist, album: info.album,
                              duration: info.duration, size: info.size, kind: info.kind)
         let (route, plan) = self.plan(info)
-        guard route.provider != "local" else { return (route, item) }
+        guard route.provider != MediaRoute.localProvider else { return (route, item) }
         guard let address = route.address else {
             throw MediaError.server("\(route.name) has no network address (its \(route.provider) provider gave none), so route cannot tell "
                                     + "which local address reaches it")

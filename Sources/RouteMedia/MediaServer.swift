@@ -502,7 +502,11 @@ final class ServerCore: @unchecked Sendable {
         }
     }
 
-    private func answerFile(_ message: OpaquePointer, offer: Offer, token: String, size: UInt64, head: Bool) {
+    private func answerFile(_ message: OpaquePointer, offer: Offer, token: String, size offered: UInt64, head: Bool) {
+        // The length now, not when it was offered: a file still being written (a recording) is served as far as it
+        // has grown by each request.
+        var now = stat()
+        let size = stat(offer.path, &now) == 0 ? max(offered, UInt64(max(0, now.st_size))) : offered
         let request = soup_server_message_get_request_headers(message)
         let response = soup_server_message_get_response_headers(message)
         soup_message_headers_replace(response, "Accept-Ranges", "bytes")

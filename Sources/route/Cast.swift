@@ -186,18 +186,22 @@ actor ProbeAhead {
 /// or with the picker.
 enum DeviceChoice {
     static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
-        let local = providers.contains { $0.name == "local" } ? [LocalProvider.device] : []
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
             if looksLikeAddress(query) { return try await router.device(at: query) }
             // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
-            if let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
-               match <= .exactName || (match == .prefix && query.count >= 3) {
-                return hits[0]
-            }
+            if let computer = thisComputer(query, in: local) { return computer }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
-            let found = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            let found: MediaDevice
+            do {
+                found = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+            } catch RouteError.unknownDevice where isBareIP(query) {
+                // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
+                // does (a receiver on another network segment, or with mDNS blocked, still answers there).
+                return try await router.device(at: query)
+            }
             let device = await settled(found, router: router, providers: providers)
             if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
                 printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
@@ -205,17 +209,17 @@ enum DeviceChoice {
             return device
         }
         guard Providers.discoverNetwork(providers) else {
-            guard let device = local.first else { throw RouteError.unknownDevice(query: "(any)", candidates: []) }
+            guard let device = local.first else { throw RouteError.unknownDevice(query: "", candidates: []) }
             return device
         }
         let discovery = Task { await router.run() }
         defer { discovery.cancel() }
         try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
         let devices = router.devices
-        if devices.isEmpty { throw RouteError.unknownDevice(query: "(any)", candidates: []) }
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
         if devices.count == 1 { return devices[0] }
         guard KeyReader.isAvailable else {
-            throw RouteError.ambiguousDevice(query: "(no --to)", matches: devices.map(\.name))
+            throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name))
         }
         return try Picker.choose(from: devices)
     }
@@ -227,7 +231,7 @@ enum DeviceChoice {
     static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
         // Only the built-in network providers: they assert identities across protocols (UDN, Cast id, MAC); a
         // plugin's routes rarely merge, and waiting for every plugin would cost every cast the whole window.
-        let network = Set(providers.map(\.name).filter { Providers.builtIn.contains($0) && $0 != "local" })
+        let network = Set(providers.map(\.name).filter { Providers.builtIn.contains($0) && $0 != MediaRoute.localProvider })
         func complete(_ device: MediaDevice) -> Bool { network.isSubset(of: Set(device.routes.map(\.provider))) }
         guard network.count > 1, !complete(device) else { return device }
         let ids = Set(device.routes.map(\.id))
@@ -253,6 +257,17 @@ enum DeviceChoice {
         return latest ?? router.devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
     }
 
+    /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more
+    /// ("this"), which wins over any device on the network (`--to this` and the picker's `this` mean the same).
+    static func thisComputer(_ query: String, in local: [MediaDevice]) -> MediaDevice? {
+        guard let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
+              match <= .exactName || (match == .prefix && query.count >= 3) else { return nil }
+        return hits[0]
+    }
+
+    /// Whether `text` is an IPv4 or IPv6 address alone (no port, no scheme).
+    static func isBareIP(_ text: String) -> Bool { SocketAddress(numericHost: text, port: 0) != nil }
+
     /// How long a device found by name may take to gain the routes of other providers.
     static let mergeWindow: Duration = .milliseconds(60)
 
@@ -270,13 +285,15 @@ enum Picker {
     static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
         printError("Cast to which device?")
         for (index, device) in devices.enumerated() {
-            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocols.joined(separator: ", ")))")
+            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocols.joined(separator: ", ")))"
+                       + Devices.alsoNamed(device))
         }
         FileHandle.standardError.write(Data("Number or name: ".utf8))
         guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {
             throw UsageError(description: "no device chosen")
         }
         if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
+        if let computer = DeviceChoice.thisComputer(answer, in: devices.filter { $0.id == LocalProvider.device.id }) { return computer }
         return try DeviceMatcher.pick(answer, in: devices)
     }
 }

@@ -121,7 +121,7 @@ enum Providers {
     /// Every provider this build has, by name, and the drop-in plugins found on the search path.
     static let available: [String: @Sendable () -> any RouteProvider] = {
         var all: [String: @Sendable () -> any RouteProvider] = [
-            "local": { LocalProvider() },
+            MediaRoute.localProvider: { LocalProvider() },
             "cast": { CastProvider() },
             "upnp": { UPnPProvider() },
         ]
@@ -132,7 +132,7 @@ enum Providers {
     /// tells at once that it is not HTTP), and where one device has both, Cast plays a queue gaplessly.
     /// Plugins come after the built-in providers, in search-path order.
     static let order = builtIn + plugins.map(\.name)
-    static let builtIn = ["local", "cast", "upnp"]
+    static let builtIn = [MediaRoute.localProvider, "cast", "upnp"]
 
     /// The plugins on the search path whose names do not shadow a built-in provider (those are said once).
     static let plugins: [PluginFile] = PluginLocator.find().filter { plugin in
@@ -171,7 +171,7 @@ enum Providers {
 
     /// Whether any of these providers discovers over the network.
     static func discoverNetwork(_ providers: [any RouteProvider]) -> Bool {
-        providers.contains { $0.name != "local" }
+        providers.contains { $0.name != MediaRoute.localProvider }
     }
 }
 

@@ -23,6 +23,11 @@ enum Control {
             }
         }
         let sessions = try ControlClient.liveSessions()
+        if command == "status", let query = parsed["to"],
+           DeviceMatcher.candidates(for: query, in: sessions.map(\.device)) == nil {
+            // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
+            return try await ObservedStatus.report(query, parsed)
+        }
         guard !sessions.isEmpty else {
             throw RouteError.notCasting(query: parsed["to"])
         }
@@ -32,7 +37,7 @@ enum Control {
             socket = sessions.first { $0.device.id == device.id }!.socket
         } else {
             guard sessions.count == 1 else {
-                throw RouteError.ambiguousDevice(query: "(no --to)", matches: sessions.map(\.device.name))
+                throw RouteError.ambiguousDevice(query: "", matches: sessions.map(\.device.name))
             }
             socket = sessions[0].socket
         }
@@ -44,13 +49,18 @@ enum Control {
             if parsed.has("json") {
                 print(try JSONOutput.string(StatusReport(device: reply.device, title: reply.title, status: status)))
             } else {
-                let duration = status.duration.map { " / " + formatClock($0) } ?? ""
-                let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
-                    + (status.muted == true ? " (muted)" : "")
-                printOutput("\(reply.device?.name ?? ""): \(status.state.rawValue) \(reply.title ?? "") \(formatClock(status.position))\(duration)\(volume)")
+                printOutput(statusLine(device: reply.device?.name ?? "", title: reply.title, status: status))
             }
         }
         return .success
+    }
+
+    /// `Living Room: playing Song 1:02 / 3:30  vol 40%`.
+    static func statusLine(device: String, title: String?, status: PlaybackStatus) -> String {
+        let duration = status.duration.map { " / " + formatClock($0) } ?? ""
+        let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
+            + (status.muted == true ? " (muted)" : "")
+        return "\(DisplayText.clean(device)): \(status.state.rawValue) \(title.map { DisplayText.clean($0) } ?? "") \(formatClock(status.position))\(duration)\(volume)"
     }
 
     /// The answering side, inside `route cast`: applies a request to the session.
@@ -81,6 +91,65 @@ enum Control {
     }
 }
 
+/// `route status --to D` when no cast of ours plays on D: finds D on the network and reads what it plays, whichever
+/// controller started it, through the same observation `route watch` uses.
+enum ObservedStatus {
+    /// How long a device may take to say what it plays before it is taken to play nothing.
+    static let listen: Duration = .seconds(2)
+
+    static func report(_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode {
+        let (router, providers) = try Providers.router(parsed)
+        guard Providers.discoverNetwork(providers) else { throw RouteError.notCasting(query: query) }
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let device = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
+        guard let (route, status) = await observe(device, router: router) else { throw RouteError.notCasting(query: query) }
+        let shown = device.preferring(route)
+        if parsed.has("json") {
+            var report = StatusReport(device: shown, title: status.title, status: status)
+            report.controller = "another"
+            print(try JSONOutput.string(report))
+        } else {
+            printOutput(Control.statusLine(device: shown.name, title: status.title, status: status)
+                        + (status.state == .idle ? "" : "  (another controller's session)"))
+        }
+        return .success
+    }
+
+    /// The first route of `device` that can be observed, and what it plays (idle when it says nothing of a session
+    /// within `listen`); nil when no route can be observed.
+    static func observe(_ device: MediaDevice, router: MediaRouter) async -> (MediaRoute, PlaybackStatus)? {
+        for route in device.routes where route.provider != MediaRoute.localProvider {
+            guard let controller = try? await router.controller(for: route) else { continue }
+            guard (try? await controller.observe()) == true else {
+                await controller.close()
+                continue
+            }
+            let updates = controller.statusUpdates()
+            let heard = await withTaskGroup(of: PlaybackStatus?.self) { group -> PlaybackStatus? in
+                group.addTask {
+                    try? await controller.run()
+                    return nil
+                }
+                group.addTask {
+                    for await status in updates where status.state != .idle { return status }
+                    return nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: listen)
+                    return PlaybackStatus(state: .idle)
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            await controller.close()
+            if let heard { return (route, heard.at(Date())) }
+        }
+        return nil
+    }
+}
+
 /// What `status --json` prints: the device in brief and its playback, with numbers rounded as people read
 /// them (seconds to the millisecond, volume in percent as `route volume` takes it).
 struct StatusReport: Encodable {
@@ -98,6 +167,8 @@ struct StatusReport: Encodable {
     let volume: Int?
     let muted: Bool?
     let error: String?
+    /// `another` when the session is another controller's (route only reads it); absent for a cast of route's.
+    var controller: String?
 
     init(device: MediaDevice?, title: String?, status: PlaybackStatus) {
         self.device = device.map { Device(id: $0.id, name: $0.name, protocols: $0.protocols, address: $0.address) }

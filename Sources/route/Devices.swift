@@ -35,5 +35,11 @@ enum Devices {
         let name = clean.padding(toLength: max(24, clean.count), withPad: " ", startingAt: 0)
         return "\(name)  \(device.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
             + "\(device.protocols.joined(separator: ",").padding(toLength: 10, withPad: " ", startingAt: 0)) \(device.address.map { DisplayText.clean($0) } ?? "-")"
+            + alsoNamed(device)
+    }
+
+    /// `  also "Lab Renderer"` for a device its other routes name otherwise (it answers to those names too).
+    static func alsoNamed(_ device: MediaDevice) -> String {
+        device.otherNames.isEmpty ? "" : "  also " + device.otherNames.map { "\"\($0)\"" }.joined(separator: ", ")
     }
 }

@@ -129,7 +129,7 @@ enum Specs {
         control("pause", "pause playback on a device", "", []),
         control("stop", "stop playback on a device (ends its `route cast`)", "", []),
         control("next", "skip to the next file of a device's `route cast` (ends it after the last)", "", []),
-        control("status", "show what a device is playing", "", [CommonOptions.json]),
+        control("status", "show what a device is playing", "", [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers]),
         control("seek", "seek on a device: 90, 1:30, +30 or -10 (seconds)", "POSITION", []),
         control("volume", "set a device's volume, 0 to 100", "LEVEL", []),
         control("mute", "mute or unmute a device: on or off", "on|off", []),
@@ -144,7 +144,9 @@ enum Specs {
         return (CommandSpec(
             name: name, summary: summary, positionals: positional, minPositionals: n, maxPositionals: n,
             options: [CommonOptions.to] + extra,
-            details: "Reaches the `route cast` playing on that device. Without --to: the only running cast.",
+            details: "Reaches the `route cast` playing on that device. Without --to: the only running cast."
+                + (name == "status" ? " When no cast of route's plays on the --to device, it is found on the network (within --timeout"
+                   + " seconds) and what it plays is shown, whichever controller started it." : ""),
             examples: [example]), name)
     }
 }

@@ -52,7 +52,7 @@ enum Watch {
         var followed: [String: (address: String?, task: Task<Void, Never>)] = [:]
         var leaving: [String: Task<Void, Never>] = [:]
         for await devices in router.deviceUpdates() {
-            let routes = devices.flatMap { device in device.routes.filter { $0.provider != "local" }.map { (device, $0) } }
+            let routes = devices.flatMap { device in device.routes.filter { $0.provider != MediaRoute.localProvider }.map { (device, $0) } }
             let present = Dictionary(routes.map { ($0.1.id, $0.1.address) }, uniquingKeysWith: { first, _ in first })
             for (id, entry) in followed where present[id] != entry.address {
                 entry.task.cancel()
@@ -147,6 +147,9 @@ private struct Mirror {
     static func start(_ status: PlaybackStatus, of controller: any RouteController, on device: MediaDevice,
                       output: WatchOutput) async -> Mirror {
         let id = "watch_" + controller.route.id
+        // Named as the route that plays it (gmediarender's session on a TV that is also a Cast receiver is the
+        // renderer's, not the Cast name's).
+        let device = device.preferring(controller.route)
         let model = await RemotePlayback(id: id, devices: [device], controls: MediaCommands(
             play: MediaCommand { try await controller.play() },
             pause: MediaCommand { try await controller.pause() },

@@ -155,6 +155,21 @@ import Testing
 /// Statuses of sessions other senders started (what `route watch` reads): an odd field is left out, never the
 /// whole status.
 @Suite struct ForeignStatusTests {
+    @Test func aMistypedFieldCostsThatFieldOnly() throws {
+        let payload = """
+        {"type":"MEDIA_STATUS","status":[{"mediaSessionId":3,"playerState":"PLAYING","currentTime":"12.5","playbackRate":"fast",
+         "volume":"loud","supportedMediaCommands":"all","items":[{"itemId":"one"},7,{"itemId":2}],
+         "media":{"contentId":"http://x/a.wav","duration":"long","contentType":3}},{"playerState":"IDLE"}]}
+        """
+        let sessions = try #require(MediaSessionStatus.decode(payload))
+        #expect(sessions.count == 1, "an entry without a media session id is left out")
+        let session = try #require(sessions.first)
+        #expect(session.mediaSessionId == 3 && session.playerState == "PLAYING" && session.currentTime == nil && session.volume == nil)
+        #expect(session.media?.contentId == "http://x/a.wav" && session.media?.duration == nil && session.items?.map(\.itemId) == [nil, 2])
+        let receiver = try #require(ReceiverStatus.decode(#"{"type":"RECEIVER_STATUS","status":{"volume":{"level":"max","muted":true},"applications":[3,{"appId":"CC1AD845"}]}}"#))
+        #expect(receiver.volume?.muted == true && receiver.volume?.level == nil && receiver.applications?.map(\.appId) == ["CC1AD845"])
+    }
+
     @Test func metadataOfAnotherTypeIsLeftOutAndTheRestIsRead() throws {
         let payload = """
         {"type":"MEDIA_STATUS","status":[{"mediaSessionId":3,"playerState":"PLAYING","currentTime":12.5,

@@ -376,6 +376,18 @@ extension LabTests {
             }
         }
 
+        @Test func aReceiverRestartedMidCastIsSaidToHaveRestartedNotToBeTakenOver() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+                try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+                try Lab.control("stop-cast", "--hard")
+                try CastReceiverLab.start(["--no-publish"])  // back at once, still announced, with no media app
+                let result = await casting.finish(within: 20)
+                #expect(result.status == 1 && result.stderr.contains("\(Self.name) restarted") && !result.stderr.contains("another controller"), "\(result)")
+            }
+        }
+
         @Test(arguments: ["oversize", "protobuf", "json"])
         func aMalformedFrameClosesTheConnectionWithAnError(mode: String) async throws {
             try await withReceiver(["--misbehave", mode]) { sandbox in
@@ -395,7 +407,7 @@ extension LabTests {
             try await withReceiver(["--misbehave", "namespace"]) { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 2)
                 let result = try await sandbox.run(["cast", wav, "--to", Self.address], environment: cast, timeout: 20)
-                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on Cast receiver at \(Self.address)", "\(result)")
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on Cast receiver at \(Self.address)", "\(result.stdout)\n\(result.stderr)")
             }
         }
 
@@ -416,6 +428,53 @@ extension LabTests {
                 #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "load" }, "nothing went over Cast")
                 kill(casting.pid, SIGTERM)
                 _ = await casting.finish(within: 10)
+            }
+        }
+
+        @Test func thePositionMovesBetweenTheReceiversReportsAndRelativeSeeksStartFromIt() async throws {
+            try await withReceiver { sandbox in
+                try await whilePlaying(sandbox) { _ in
+                    // The receiver reports changes only: nothing after PLAYING until something happens.
+                    let playing = try #require(CastReceiverLab.events().last { $0["playerState"] as? String == "PLAYING" })
+                    let since = try #require(playing["t"] as? Double)
+                    try await Task.sleep(for: .seconds(4))
+                    let status = try await sandbox.run(["status", "--json", "--to", Self.name])
+                    let position = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["position"] as? Double, "\(status)")
+                    let expected = Date().timeIntervalSince1970 - since + ((playing["currentTime"] as? Double) ?? 0)
+                    #expect(abs(position - expected) < 1.5, "route status said \(position) s, the receiver is at about \(expected) s")
+                    #expect(try await sandbox.run(["seek", "+10", "--to", Self.name]).status == 0)
+                    try await Lab.until("the receiver jumps ten seconds on from where it was", within: 5) {
+                        ((CastReceiverLab.latestMedia()?["currentTime"] as? Double) ?? 0) >= expected + 9
+                    }
+                }
+            }
+        }
+
+        @Test func aMergedDeviceAnswersToEachOfItsNamesAndListsTheOthers() async throws {
+            try await Lab.stopRenderer()
+            try await withReceiver { sandbox in
+                let both = ["ROUTE_PROVIDERS": "cast,upnp"]
+                let listed = try await sandbox.run(["devices", "--timeout", "3"], environment: both)
+                let line = try #require(listed.stdoutLines.last { $0.hasPrefix(Self.name) }, "\(listed)")
+                #expect(line.hasSuffix("also \"\(Lab.rendererName)\""), "\(line)")
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", Lab.rendererName], environment: both, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
+            }
+        }
+
+        @Test func aBareAddressIsAskedAtTheCastPortWhenNothingIsAnnouncedThere() async throws {
+            try await withReceiver(["--no-publish"]) { sandbox in
+                // An earlier test's announcement may linger in this side's mDNS cache for a moment.
+                try await Lab.until("no Cast receiver is announced", within: 10) {
+                    !(try Lab.tool("/usr/bin/avahi-browse", ["-rpt", "_googlecast._tcp"]).text.contains("=;"))
+                }
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", "10.77.0.2", "--timeout", "1"], environment: cast, timeout: 30)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on Cast receiver at \(Self.address)", "\(result.stdout)\n\(result.stderr)")
+                // A host:port where something answers, but no player route knows (the receiver's HTTP info port).
+                let odd = try await sandbox.run(["cast", wav, "--to", "10.77.0.2:8008"], environment: ["ROUTE_PROVIDERS": "cast,upnp"], timeout: 30)
+                #expect(odd.status == 5 && odd.stderr.contains("no player route knows answers there"), "\(odd)")
             }
         }
 

@@ -196,6 +196,7 @@ import Testing
             #expect(ended.status == 0, "\(ended)")
             #expect(ContinuousClock.now - stopping < .seconds(3), "the 6 s cast was not stopped promptly: \(ended)")
             #expect(ended.stdoutLines.last == "stopped: six on This computer", "\(ended)")
+            #expect(!ended.stdoutLines.contains("paused: six on This computer"), "a stop is no pause on its way down: \(ended)")
         }
     }
 

@@ -120,6 +120,25 @@ extension LabTests {
             }
         }
 
+        @Test func routeStatusSaysWhatAnotherControllerPlays() async throws {
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await sandbox.wav("other.wav", seconds: 20)])
+                try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
+                let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                try Lab.playAsAnotherController(url)
+                try await Lab.until("the renderer plays", within: 5) { try Lab.transportState() == "PLAYING" }
+                let status = try await sandbox.run(["status", "--to", Lab.rendererName], environment: upnp)
+                #expect(status.status == 0 && status.stdout.hasPrefix("\(Lab.rendererName): playing") && status.stdout.contains("another controller"),
+                        "\(status)")
+                let json = try await sandbox.run(["status", "--json", "--to", Lab.rendererName], environment: upnp)
+                #expect(json.stdout.contains("\"controller\" : \"another\"") || json.stdout.contains("\"controller\":\"another\""), "\(json)")
+                try await Lab.stopRenderer()
+                kill(server.pid, SIGTERM)
+                _ = await server.finish(within: 5)
+            }
+        }
+
         @Test func watchWithoutASessionBusFollowsOnAndSaysSoOnce() async throws {
             try await Lab.stopRenderer()
             try await inSandbox { sandbox in

@@ -271,6 +271,18 @@ extension LabTests {
             }
         }
 
+        @Test func thisAtThePickerMeansThisComputerAsItDoesAfterTo() async throws {
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                // A device on the network named "this", and This computer: the picker is asked, and "this" typed.
+                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_DEVICE_NAME": "this", "ROUTE_PROVIDERS": "faulty,local",
+                                   "ROUTE_AUDIO_SINK": "fakesink sync=true"]
+                let run = try await sandbox.runInTerminal(["cast", wav, "--timeout", "1"], steps: ["wait:Number or name", "send:this\r", "wait:▶", "send:q"],
+                                                          environment: environment)
+                #expect(run.output.contains("▶ This computer"), "\(run.output)")
+            }
+        }
+
         @Test func aPluginThatHangsOnACallIsStoppedAndTheCastEndsWithAnError() async throws {
             try await inSandbox { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 60)

@@ -19,10 +19,12 @@ struct TerminalRun: Decodable {
 }
 
 extension Sandbox {
-    /// Runs `route ARGS` in a pseudo-terminal `columns` wide, taking `steps` (see the tool's help).
-    func runInTerminal(_ arguments: [String], columns: Int = 80, steps: [String], timeout: Double = 30) async throws -> TerminalRun {
+    /// Runs `route ARGS` in a pseudo-terminal `columns` wide, taking `steps` (see the tool's help), with `extra`
+    /// in its environment.
+    func runInTerminal(_ arguments: [String], columns: Int = 80, steps: [String], timeout: Double = 30,
+                       environment extra: [String: String] = [:]) async throws -> TerminalRun {
         let tool = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/terminal").path
-        let environment = self.environment().map { "\($0.key)=\($0.value)" }
+        let environment = self.environment().merging(extra) { $1 }.map { "\($0.key)=\($0.value)" }
         let command = [tool, "--cols", String(columns), "--timeout", String(timeout)] + steps.flatMap { ["--step", $0] }
             + ["--", "/usr/bin/env", "-i"] + environment + [RouteBinary.path] + arguments
         let data: Data = try await offThePool {

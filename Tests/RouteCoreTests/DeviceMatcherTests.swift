@@ -1,5 +1,6 @@
 // DeviceMatcherTests: how `--to NAME` picks one device, and the errors (with candidates) when it cannot.
 
+import Foundation
 import RouteCore
 import Testing
 
@@ -102,6 +103,15 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         #expect(DisplayText.clean("Café 東京 🎵") == "Café 東京 🎵")
     }
 
+    @Test func invisibleCharactersGoSoThatNoLookAlikeOfANameIsAnotherName() {
+        for invisible in ["\u{200B}", "\u{200C}", "\u{200D}", "\u{2060}", "\u{00AD}", "\u{FE0F}", "\u{180E}", "\u{E0041}", "\u{3164}"] {
+            #expect(DisplayText.clean("Lab\(invisible) Renderer") == "Lab Renderer", "U+\(String(invisible.unicodeScalars.first!.value, radix: 16))")
+        }
+        #expect(DisplayText.line("a\u{200B}b") == "ab")
+        // Names are cleaned where routes are made, whichever provider makes them.
+        #expect(route("Lab\u{200B} Renderer\u{1B}[2J", id: "x").name == "Lab Renderer[2J")
+    }
+
     @Test func aWholeLineKeepsItsSpacingButLosesControls() {
         #expect(DisplayText.line("name      kind  \u{1B}[31mred\u{9B}x\nnext") == "name      kind  [31mredx next")
     }
@@ -111,6 +121,26 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         #expect(cut.unicodeScalars.count == DisplayText.nameLimit + 1)
         #expect(cut.hasSuffix("…"))
         #expect(DisplayText.clean(String(repeating: "y", count: 50), limit: 10) == "yyyyyyyyyy…")
+    }
+}
+
+/// A device with a Cast route and a DLNA route (one TV) answers to both names.
+@Suite struct MergedNameTests {
+    static let tv = MediaDevice(routes: [route("Lab Cast", id: "cast-1", provider: "cast"), route("Lab Renderer", id: "uuid:1"),
+                                         route("lab cast", id: "mpd-1", provider: "mpd")])
+
+    @Test(arguments: ["Lab Cast", "Lab Renderer", "lab renderer", "Lab Rend", "renderer", "Lab Rendrer"])
+    func aMergedDeviceAnswersToEachOfItsNames(query: String) throws {
+        #expect(try DeviceMatcher.pick(query, in: [Self.tv, device("Kitchen", id: "k")]).id == Self.tv.id)
+    }
+
+    @Test func itsOtherNamesAreListedOnceAndSeenThroughARouteItIsThatRoutes() throws {
+        #expect(Self.tv.names == ["Lab Cast", "Lab Renderer"] && Self.tv.otherNames == ["Lab Renderer"])
+        let json = try JSONEncoder().encode(Self.tv)
+        #expect(String(decoding: json, as: UTF8.self).contains(#""names":["Lab Cast","Lab Renderer"]"#))
+        #expect(try JSONDecoder().decode(MediaDevice.self, from: json) == Self.tv)
+        let renderer = Self.tv.preferring(Self.tv.routes[1])
+        #expect(renderer.name == "Lab Renderer" && renderer.routes.count == 3 && renderer.otherNames == ["Lab Cast"])
     }
 }
 

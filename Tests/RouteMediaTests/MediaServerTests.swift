@@ -77,6 +77,25 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         #expect(beyond.headers["content-range"] == "bytes */\(info.size)")
     }
 
+    @Test func aFileThatGrowsIsServedAsFarAsItHasGrown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-growing-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("recording.mp3").path
+        try Data(repeating: 1, count: 1000).write(to: URL(fileURLWithPath: path))
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(file: path, mimeType: "audio/mpeg", size: 1000)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 2, count: 500))
+        try handle.close()
+        let whole = try await curl(url)
+        #expect(whole.status == 200 && whole.body.count == 1500 && whole.headers["content-length"] == "1500")
+        let rest = try await curl(url, ["-H", "Range: bytes=1000-"])
+        #expect(rest.status == 206 && rest.body == Data(repeating: 2, count: 500) && rest.headers["content-range"] == "bytes 1000-1499/1500")
+    }
+
     @Test func castReceiversMayReadItemsAndTheirLengthsAcrossOrigins() async throws {
         let samples = try await Samples.get()
         let info = try await probe(samples.wav)
