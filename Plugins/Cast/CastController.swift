@@ -406,6 +406,12 @@ actor CastController: RouteController {
             }
             status.itemURL = url
         }
+        Self.take(session, into: &status, app: app?.sessionId)
+    }
+
+    /// What a MEDIA_STATUS entry says of position, duration, rate, text and commands, each checked where it enters:
+    /// times within NetworkNumber's range, a rate among believable speeds, text cleaned for display.
+    static func take(_ session: MediaSessionStatus, into status: inout PlaybackStatus, app: String?) {
         if let time = NetworkNumber.seconds(session.currentTime) {
             status.position = time
             status.timestamp = Date()
@@ -420,7 +426,7 @@ actor CastController: RouteController {
         }
         if let rate = NetworkNumber.value(session.playbackRate, in: PlaybackStatus.speeds) { status.speed = rate }
         status.itemID = session.currentItemId.map(String.init)
-        status.sessionID = [app?.sessionId, String(session.mediaSessionId)].compactMap { $0 }.joined(separator: "/")
+        status.sessionID = [app, String(session.mediaSessionId)].compactMap { $0 }.joined(separator: "/")
         if let commands = session.supportedMediaCommands {
             status.allowed.remove([.pause, .seek])
             if commands & 1 != 0 { status.allowed.insert(.pause) }

@@ -2,6 +2,7 @@
 // receiver and media — as Swift values, decoded leniently (a receiver may add fields; missing ones are nil).
 
 import Foundation
+import RouteCore
 
 /// The namespaces route uses, and the ids of the two ends.
 enum CastNamespace {
@@ -218,6 +219,16 @@ package enum CastStatuses {
     package static func receiver(_ payload: String) -> Int? { ReceiverStatus.decode(payload).map { $0.applications?.count ?? 0 } }
     /// Whether `payload` decodes as MEDIA_STATUS, and its session count.
     package static func media(_ payload: String) -> Int? { MediaSessionStatus.decode(payload)?.count }
+    /// What route takes of each session in a MEDIA_STATUS payload (its numbers checked as they enter).
+    package static func playback(_ payload: String) -> [PlaybackStatus] {
+        (MediaSessionStatus.decode(payload) ?? []).map { session in
+            var status = PlaybackStatus(state: .playing)
+            CastController.take(session, into: &status, app: nil)
+            return status
+        }
+    }
+    /// The words route makes of a failure reply (LOAD_FAILED, INVALID_REQUEST, LAUNCH_ERROR).
+    package static func failure(_ payload: String) -> String { CastReply(type: "LOAD_FAILED", payload: payload).failure }
 }
 
 extension KeyedDecodingContainer {

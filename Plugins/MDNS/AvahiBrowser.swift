@@ -215,7 +215,7 @@ public final class AvahiBrowser: DNSSDDiscovery, @unchecked Sendable {
     }
 
     /// A TXT record's `key=value` pairs (keys without a value map to "").
-    static func pairs(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [String: String] {
+    package static func pairs(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [String: String] {
         var result: [String: String] = [:]
         var entry = list
         while let current = entry, result.count < 64 {

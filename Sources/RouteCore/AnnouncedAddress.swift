@@ -35,13 +35,13 @@ public enum AnnouncedAddress {
         return nil
     }
 
-    /// The bytes of a numeric address (4 for IPv4, 16 for IPv6; an IPv6 zone such as `%vA` is left aside).
+    /// The bytes of a numeric address (4 for IPv4, 16 for IPv6), the whole text as inet_pton reads it: nothing is
+    /// cut off first (cutting a zone at `%` took "%%::e%%" for the address ::e — the fuzzer's find).
     static func bytes(of host: String) -> [UInt8]? {
-        let bare = String(host.split(separator: "%", maxSplits: 1).first ?? "")
         var v4 = in_addr()
-        if inet_pton(AF_INET, bare, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        if inet_pton(AF_INET, host, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, bare, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        if inet_pton(AF_INET6, host, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
         return nil
     }
 

@@ -98,7 +98,7 @@ public enum RPCMessage: Sendable {
 
     /// The first number in `body` that no Double holds (`1e999`: JSON allows it, the parser refuses it), cut to 40
     /// characters, so that the message says what was wrong rather than "not JSON".
-    static func numberOutOfRange(in body: Data) -> String? {
+    package static func numberOutOfRange(in body: Data) -> String? {
         let text = String(decoding: body, as: UTF8.self)
         var index = text.startIndex
         while index < text.endIndex {

@@ -1,9 +1,11 @@
 // Targets: every parser route runs on input from the network, each as a fuzz target that takes raw bytes.
 // A target must never crash, hang or trap, whatever the bytes; it checks a few invariants on top.
 
+import CAvahiClient
 import CastProvider
 import CUPnP
 import Foundation
+import MDNSDiscovery
 import RouteCore
 import RouteMedia
 import RoutePluginProtocol
@@ -22,7 +24,67 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 }
 
 enum Targets {
-    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast, plugin]
+    static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast, plugin, castStatus, txt,
+                                    pluginNumbers]
+
+    /// A Cast JSON payload of each type route reads, the type chosen by the first byte (RECEIVER_STATUS, MEDIA_STATUS,
+    /// LOAD_FAILED and the like): decoded leniently, never trapping, whatever the fields hold.
+    static let castStatus = FuzzTarget(name: "caststatus", summary: "Cast statuses by type: RECEIVER_STATUS, MEDIA_STATUS, failures") { data in
+        guard let kind = data.first else { return }
+        let body = String(decoding: data.dropFirst(), as: UTF8.self)
+        switch kind % 3 {
+        case 0: _ = CastStatuses.receiver(body)
+        case 1:
+            for status in CastStatuses.playback(body) {
+                require(status.position.isFinite && (0...NetworkNumber.maxSeconds).contains(status.position), "a position out of range")
+                require(status.duration.map { $0.isFinite && $0 > 0 && $0 <= NetworkNumber.maxSeconds } ?? true, "a duration out of range")
+                require(PlaybackStatus.speeds.contains(status.speed), "a speed out of range: \(status.speed)")
+                _ = formatClock(status.position(at: Date().addingTimeInterval(1e6)))
+            }
+        default: _ = CastStatuses.failure(body)
+        }
+    }
+
+    /// A TXT record as it arrives in an mDNS packet (length-prefixed strings), read by avahi and then by route: its
+    /// pairs, and the Cast route made of them at an address the rest of the bytes name.
+    static let txt = FuzzTarget(name: "txt", summary: "mDNS TXT records (avahi_string_list_parse, pairs) and the Cast routes made of them") { data in
+        let split = data.firstIndex(of: 0) ?? data.endIndex
+        let address = String(decoding: data[data.startIndex..<split], as: UTF8.self)
+        let record = data[split...].dropFirst()
+        var list: UnsafeMutablePointer<AvahiStringList>?
+        let parsed = record.withUnsafeBytes { avahi_string_list_parse($0.baseAddress, $0.count, &list) }
+        defer { avahi_string_list_free(list) }
+        guard parsed == 0 else { return }
+        let pairs = AvahiBrowser.pairs(list)
+        require(pairs.count <= 64, "more than 64 TXT pairs kept")
+        let port = Int(record.first ?? 0) << 8 | Int(record.dropFirst().first ?? 0)
+        if AnnouncedAddress.refusal(host: address, port: port) == nil {
+            require(SocketAddress(numericHost: address, port: 0) != nil && port > 0, "an address or port taken that is none: \(address):\(port)")
+        }
+        let service = DNSSDService(name: pairs["fn"] ?? "x", type: CastProvider.serviceType, host: "x.local", address: address, port: port,
+                                   txt: pairs, interface: 2)
+        for route in CastReceiver.routes(from: [service, service]).routes {
+            require(!route.name.unicodeScalars.contains { $0.value < 0x20 || $0.properties.isDefaultIgnorableCodePoint }, "an unclean name")
+        }
+    }
+
+    /// Numbers in a plugin's statuses, as text the JSON parser sees: every one checked for range where it enters, and
+    /// one no double holds named as such.
+    static let pluginNumbers = FuzzTarget(name: "pluginnumbers", summary: "numbers in plugin statuses (WireStatus, numbers out of range)") { data in
+        let numbers = String(decoding: data, as: UTF8.self).split(separator: ",", maxSplits: 4, omittingEmptySubsequences: false).map(String.init)
+        func field(_ index: Int) -> String { index < numbers.count && !numbers[index].isEmpty ? numbers[index] : "0" }
+        let body = #"{"state":"playing","position":\#(field(0)),"duration":\#(field(1)),"volume":\#(field(2)),"speed":\#(field(3))}"#
+        if let literal = RPCMessage.numberOutOfRange(in: Data(body.utf8)) {
+            require(Double(literal)?.isInfinite == true || literal.count == 40, "\(literal) was called out of range")
+        }
+        guard let wire = try? JSONDecoder().decode(WireStatus.self, from: Data(body.utf8)), let status = wire.status else { return }
+        require((0...NetworkNumber.maxSeconds).contains(status.position), "a position out of range: \(status.position)")
+        require(status.duration.map { (0...NetworkNumber.maxSeconds).contains($0) } ?? true, "a duration out of range")
+        require(status.volume.map { (0...1).contains($0) } ?? true, "a volume out of range")
+        require(PlaybackStatus.speeds.contains(status.speed), "a speed out of range")
+        _ = formatClock(status.position(at: Date().addingTimeInterval(1e9)))
+        _ = formatClock(status.duration ?? 0)
+    }
 
     /// What a plugin writes on its channel: frames cut anywhere, JSON-RPC messages, and the devices, statuses and
     /// results the host reads from them. A plugin is local, but whatever it writes must not take route down.

@@ -463,6 +463,30 @@ extension LabTests {
             }
         }
 
+        @Test func watchNamesAMirrorAfterTheRouteThatPlaysIt() async throws {
+            try await Lab.stopRenderer()
+            try await withReceiver { sandbox in
+                try await withSessionBus { bus in
+                    // One host, one device: "Lab Cast" and "Lab Renderer", the renderer found second (so that its route
+                    // joins the device the Cast route named). Another controller plays on the renderer.
+                    try Lab.control("kill-renderer")
+                    defer { try? Lab.control("start-renderer") }
+                    let environment = ["ROUTE_PROVIDERS": "cast,upnp", "ROUTE_DEBUG": "cast"].merging(bus.environment) { $1 }
+                    let watch = try sandbox.start(["watch", "--json"], environment: environment)
+                    try await Lab.until("route watch follows the receiver", within: 10) { watch.stderr.contains("CONNECT") }
+                    try Lab.control("start-renderer")
+                    let url = try await serve(try await sandbox.wav("other.wav", seconds: 20), in: sandbox)
+                    try Lab.playAsAnotherController(url)
+                    try await Lab.until("route watch mirrors the renderer's session", within: 10) { watch.stdout.contains("\"mirroring\"") }
+                    let line = try #require(watch.stdout.split(separator: "\n").first { $0.contains("\"mirroring\"") })
+                    #expect(line.contains("\"device\":\"\(Lab.rendererName)\""), "\(line)")
+                    try await Lab.stopRenderer()
+                    kill(watch.pid, SIGTERM)
+                    _ = await watch.finish(within: 8)
+                }
+            }
+        }
+
         @Test func aBareAddressIsAskedAtTheCastPortWhenNothingIsAnnouncedThere() async throws {
             try await withReceiver(["--no-publish"]) { sandbox in
                 // An earlier test's announcement may linger in this side's mDNS cache for a moment.

@@ -12,6 +12,16 @@ extension LabTests {
         private static let kitchen = ["ROUTE_PROVIDERS": "mpd", "ROUTE_MPD_HOSTS": "Kitchen=10.77.0.2:6600"]
         private static let testPlugins = RouteBinary.packageRoot.appendingPathComponent("Tests/Plugins").path
 
+        /// Casts a minute of sound to the faulty plugin's "Faulty Speaker", misbehaving as `fault` says, and returns once
+        /// `route status` says it plays.
+        private func castToFaultySpeaker(fault: String, in sandbox: Sandbox) async throws -> RouteProcess {
+            let wav = try await sandbox.wav("song.wav", seconds: 60)
+            let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": fault, "ROUTE_PROVIDERS": "faulty"]
+            let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
+            try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+            return casting
+        }
+
         // MARK: MPD
 
         @Test func mpdServersAreFoundThroughTheHostsMDNSAndReportTheirDecoders() async throws {
@@ -232,10 +242,7 @@ extension LabTests {
 
         @Test func hugeNumbersFromAPluginNeitherCrashTheCastNorRouteStatus() async throws {
             try await inSandbox { sandbox in
-                let wav = try await sandbox.wav("song.wav", seconds: 60)
-                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "huge-numbers", "ROUTE_PROVIDERS": "faulty"]
-                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
-                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                let casting = try await castToFaultySpeaker(fault: "huge-numbers", in: sandbox)
                 let status = try await sandbox.run(["status", "--to", "Faulty Speaker"])
                 #expect(status.status == 0 && !status.signaled && status.stdout.contains("playing"), "\(status)")
                 #expect(casting.isRunning, "the cast lives on")
@@ -258,10 +265,7 @@ extension LabTests {
         @Test(arguments: [SIGTERM, SIGHUP, SIGINT])
         func oneSignalEndsACastWithinSecondsWhenThePluginNeverConfirmsTheStop(signal: Int32) async throws {
             try await inSandbox { sandbox in
-                let wav = try await sandbox.wav("song.wav", seconds: 60)
-                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_PROVIDERS": "faulty"]
-                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
-                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                let casting = try await castToFaultySpeaker(fault: "", in: sandbox)
                 kill(casting.pid, signal)
                 let signalled = ContinuousClock.now
                 let result = await casting.finish(within: 20)
@@ -285,10 +289,7 @@ extension LabTests {
 
         @Test func aPluginThatHangsOnACallIsStoppedAndTheCastEndsWithAnError() async throws {
             try await inSandbox { sandbox in
-                let wav = try await sandbox.wav("song.wav", seconds: 60)
-                let environment = ["ROUTE_PLUGIN_PATH": Self.testPlugins, "ROUTE_TEST_PLUGIN_FAULT": "hang-pause", "ROUTE_PROVIDERS": "faulty"]
-                let casting = try sandbox.start(["cast", wav, "--to", "Faulty Speaker"], environment: environment)
-                try await sandbox.poll(["status", "--to", "Faulty Speaker", "--json"], within: 10, "playing") { $0.stdout.contains("\"playing\"") }
+                let casting = try await castToFaultySpeaker(fault: "hang-pause", in: sandbox)
                 let pause = try await sandbox.run(["pause", "--to", "Faulty Speaker"], timeout: 20)
                 #expect(pause.status != 0, "\(pause)")
                 let result = await casting.finish(within: 20)

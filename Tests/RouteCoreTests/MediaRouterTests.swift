@@ -194,13 +194,17 @@ extension MediaRoute {
         #expect(try await router.device(at: "10.0.0.9:8009") == MediaDevice(routes: [speaker]))
     }
 
-    @Test func deviceAtAddressNoProviderAnswersIsUnknownAddress() async {
+    @Test func aHostPortThatIsNoProvidersDeviceIsUnreachableAndAnythingElseUnknown() async {
         let router = MediaRouter(providers: [
             FixedProvider(name: "upnp", script: [(0, [tv])]),
             FixedProvider(name: "cast", script: [], addresses: ["10.0.0.9:8009": speaker]),
         ])
-        await #expect(throws: RouteError.unknownAddress("10.0.0.1:1234")) {
+        // Something is there (a service named by its port), and it is no player route knows: exit 5, not 4.
+        await #expect(throws: RouteError.deviceUnreachable(device: "10.0.0.1:1234", reason: "no player route knows answers there (upnp, cast asked)")) {
             try await router.device(at: "10.0.0.1:1234")
+        }
+        await #expect(throws: RouteError.unknownAddress("gopher://10.0.0.1")) {
+            try await router.device(at: "gopher://10.0.0.1")
         }
     }
 

@@ -12,7 +12,7 @@ import Testing
         ("::ffff:127.0.0.1", 8009, "loopback"), ("0.0.0.0", 8009, "not a host"), ("::", 8009, "not a host"),
         ("224.0.0.251", 5353, "multicast"), ("ff02::fb", 5353, "multicast"), ("255.255.255.255", 8009, "broadcast"),
         ("192.0.2.10", 0, "port 0"), ("192.0.2.10", 65536, "port 65536"), ("192.0.2.10", -1, "port -1"),
-        ("tv.local", 8009, "not an IP address"),
+        ("tv.local", 8009, "not an IP address"), ("%%::e%%", 8009, "not an IP address"), ("::1%lo", 8009, "not an IP address"),
     ])
     func announcementsThatPointAtThisMachineOrAtNoPortAreRefused(host: String, port: Int, words: String) throws {
         let refusal = try #require(AnnouncedAddress.refusal(host: host, port: port), "\(host):\(port)")
