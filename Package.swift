@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "RoutePluginHost", targets: ["RoutePluginHost"]),
         .library(name: "RoutePluginKit", targets: ["RoutePluginKit"]),
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
+        .library(name: "MediaRouting", targets: ["MediaRouting"]),
         .executable(name: "route-provider-mpd", targets: ["route-provider-mpd"]),
     ],
     targets: [
@@ -64,8 +65,12 @@ let package = Package(
                           swiftSettings: swift6),
         // Media sessions published to the desktop (MPRIS over GDBus).
         .target(name: "NowPlaying", dependencies: ["RouteCore", "RouteGLib"], swiftSettings: swift6),
+        // The composition layer: the standard providers over shared discovery (MediaRouter.standard()), and what a cast
+        // needs around its session (probe-ahead, its publication on the desktop), shared by the CLI and apps.
+        .target(name: "MediaRouting", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
+                                                     "RoutePluginHost", "NowPlaying"], swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
-                                                        "RoutePluginHost", "NowPlaying"], swiftSettings: swift6),
+                                                        "RoutePluginHost", "NowPlaying", "MediaRouting"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
         .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",
@@ -73,7 +78,8 @@ let package = Package(
                           path: "Tests/Fuzz", exclude: ["Corpus", "lsan.supp"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
-        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying"], swiftSettings: swift6),
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying", "MediaRouting"],
+                    swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),

@@ -172,6 +172,36 @@ public actor MediaRouter {
         return try DeviceMatcher.pick(query, in: devices)
     }
 
+    /// `device` as it is once its routes of `providers` had a moment to arrive: two providers find one TV at nearly
+    /// the same time, and a file should go over the route that plays it best, not the one that answered first. Waits
+    /// at most `window`, and not at all when those providers already reach it or fewer than two are asked for.
+    /// Discovery must be running.
+    public nonisolated func settled(_ device: MediaDevice, waitingFor providers: Set<String>, within window: Duration) async -> MediaDevice {
+        func complete(_ device: MediaDevice) -> Bool { providers.isSubset(of: Set(device.routes.map(\.provider))) }
+        guard providers.count > 1, !complete(device) else { return device }
+        let ids = Set(device.routes.map(\.id))
+        let updates = deviceUpdates()
+        let latest = await withTaskGroup(of: MediaDevice?.self) { group -> MediaDevice? in
+            group.addTask {
+                var latest: MediaDevice?
+                for await list in updates {
+                    guard let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }) else { continue }
+                    latest = now
+                    if complete(now) { return now }
+                }
+                return latest
+            }
+            group.addTask {
+                try? await Task.sleep(for: window)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        return latest ?? devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
+    }
+
     /// Asks each provider in turn for the device at `address`, without discovery. A bare IP address is tried at
     /// each protocol's default port (Cast's 8009), as `catt -d IP` does.
     /// - Throws: the provider's error when it speaks to the address but the device does not answer;

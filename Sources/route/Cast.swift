@@ -3,6 +3,7 @@
 import Foundation
 import RouteCore
 import RouteMedia
+import MediaRouting
 import RoutePluginHost
 
 enum Cast {
@@ -160,28 +161,6 @@ struct CastOptions {
     }
 }
 
-/// Probes the queue's files in order, a couple ahead of the one asked for, off the cooperative pool:
-/// a long queue starts playing as soon as its first file is probed.
-actor ProbeAhead {
-    nonisolated let paths: [String]
-    private var probes: [Int: Task<MediaInfo, any Error>] = [:]
-    static let lookahead = 2
-
-    init(paths: [String]) { self.paths = paths }
-
-    /// The file names, shown until each file is probed.
-    nonisolated var titles: [String] { paths.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent } }
-
-    /// The probe of file `index`; starts the next ones.
-    func info(_ index: Int) async throws -> MediaInfo {
-        for ahead in index...min(paths.count - 1, index + Self.lookahead) where probes[ahead] == nil {
-            let path = paths[ahead]
-            probes[ahead] = Task { try await MediaProbe.probe(path) }
-        }
-        return try await probes[index]!.value
-    }
-}
-
 /// Chooses the device for `cast`: by address (no discovery), by name (local first, then discovery),
 /// or with the picker.
 enum DeviceChoice {
@@ -224,37 +203,12 @@ enum DeviceChoice {
         return try Picker.choose(from: devices)
     }
 
-    /// The device as it is once its other routes had a moment to arrive: two providers find one TV at
-    /// nearly the same time, and the file should go over the route that plays it best, not the one that
-    /// answered first. Waits at most `mergeWindow` after the match, less when every network provider already
-    /// reaches it (with a single network provider, not at all).
+    /// The device as it is once its other routes had a moment to arrive (`MediaRouter.settled`): the built-in
+    /// network providers assert identities across protocols (UDN, Cast id, MAC); a plugin's routes rarely merge, and
+    /// waiting for every plugin would cost every cast the whole window.
     static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
-        // Only the built-in network providers: they assert identities across protocols (UDN, Cast id, MAC); a
-        // plugin's routes rarely merge, and waiting for every plugin would cost every cast the whole window.
-        let network = Set(providers.map(\.name).filter { Providers.builtIn.contains($0) && $0 != MediaRoute.localProvider })
-        func complete(_ device: MediaDevice) -> Bool { network.isSubset(of: Set(device.routes.map(\.provider))) }
-        guard network.count > 1, !complete(device) else { return device }
-        let ids = Set(device.routes.map(\.id))
-        let updates = router.deviceUpdates()
-        let latest = await withTaskGroup(of: MediaDevice?.self) { group -> MediaDevice? in
-            group.addTask {
-                var latest: MediaDevice?
-                for await list in updates {
-                    guard let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }) else { continue }
-                    latest = now
-                    if complete(now) { return now }
-                }
-                return latest
-            }
-            group.addTask {
-                try? await Task.sleep(for: mergeWindow)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        return latest ?? router.devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
+        let network = Set(providers.map(\.name).filter { StandardProviders.builtIn.contains($0) && $0 != MediaRoute.localProvider })
+        return await router.settled(device, waitingFor: network, within: mergeWindow)
     }
 
     /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more

@@ -1,6 +1,7 @@
 // RouteCommandLine: the `route` commands — what each declares, and how each runs.
 
 import Foundation
+import MediaRouting
 import RouteCore
 import CastProvider
 import MDNSDiscovery
@@ -116,63 +117,44 @@ enum CLILog {
     static func named(_ source: String) -> RouteLog { root.named(source) }
 }
 
-/// Builds the router from the provider names the user allows, with the discovery services they need.
+/// The router from the provider names the user allows (`--providers`, `ROUTE_PROVIDERS`), through the composition
+/// layer's standard providers.
 enum Providers {
-    /// Every provider this build has, by name, and the drop-in plugins found on the search path.
-    static let available: [String: @Sendable () -> any RouteProvider] = {
-        var all: [String: @Sendable () -> any RouteProvider] = [
-            MediaRoute.localProvider: { LocalProvider() },
-            "cast": { CastProvider() },
-            "upnp": { UPnPProvider() },
-        ]
-        for plugin in plugins { all[plugin.name] = { PluginProvider(name: plugin.name, path: plugin.path) } }
-        return all
+    /// The names of every provider, in order of preference; plugins a built-in provider shadows are said once.
+    static let order: [String] = {
+        for plugin in StandardProviders.shadowed {
+            printError("route: ignoring the plugin \(plugin.path): \"\(plugin.name)\" is a built-in provider")
+        }
+        return StandardProviders.names
     }()
-    /// Cast before UPnP: an address such as `HOST:8009` is tried as Cast first (a Cast receiver's TLS port
-    /// tells at once that it is not HTTP), and where one device has both, Cast plays a queue gaplessly.
-    /// Plugins come after the built-in providers, in search-path order.
-    static let order = builtIn + plugins.map(\.name)
-    static let builtIn = [MediaRoute.localProvider, "cast", "upnp"]
 
-    /// The plugins on the search path whose names do not shadow a built-in provider (those are said once).
-    static let plugins: [PluginFile] = PluginLocator.find().filter { plugin in
-        guard builtIn.contains(plugin.name) else { return true }
-        printError("route: ignoring the plugin \(plugin.path): \"\(plugin.name)\" is a built-in provider")
-        return false
-    }
+    /// The plugins on the search path route uses.
+    static var plugins: [PluginFile] { StandardProviders.plugins }
 
-    /// The providers named by `--providers`, else `ROUTE_PROVIDERS`, else all.
-    static func selected(_ parsed: ParsedArguments) throws -> [any RouteProvider] {
+    /// The provider names of `--providers`, else `ROUTE_PROVIDERS`, else nil (all).
+    static func names(_ parsed: ParsedArguments) throws -> [String]? {
         let text = parsed["providers"] ?? ProcessInfo.processInfo.environment["ROUTE_PROVIDERS"] ?? ""
         let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
-        if let unknown = names.first(where: { available[$0] == nil }) {
+        if let unknown = names.first(where: { !order.contains($0) }) {
             throw UsageError(description: "unknown provider \"\(unknown)\"; available: \(order.joined(separator: ", "))")
         }
-        return (names.isEmpty ? order : order.filter(names.contains)).map { available[$0]!() }
+        return names.isEmpty ? nil : names
     }
 
-    /// The shared discovery services, made once per process and only when a network provider runs
-    /// (nothing multicasts for "This computer" alone).
-    static func discovery(for providers: [any RouteProvider]) -> DiscoveryServices {
-        guard discoverNetwork(providers) else { return .none }
-        return DiscoveryServices(ssdp: ssdp, dnssd: dnssd)
-    }
-
-    /// The process's SSDP service.
-    static let ssdp = SSDPService(log: CLILog.named("upnp"))
-    /// The process's DNS-SD service (avahi-daemon on the system D-Bus).
-    static let dnssd = AvahiBrowser(log: CLILog.named("mdns"))
-
-    /// A router over the selected providers, logging to stderr.
+    /// A router over the selected providers, logging to stderr, and those providers.
     static func router(_ parsed: ParsedArguments) throws -> (MediaRouter, [any RouteProvider]) {
-        let providers = try selected(parsed)
-        return (MediaRouter(providers: providers, discovery: discovery(for: providers), log: CLILog.root), providers)
+        let providers = try StandardProviders.make(try names(parsed))
+        return (MediaRouter(providers: providers, discovery: StandardProviders.discovery(for: providers, log: CLILog.root), log: CLILog.root),
+                providers)
     }
 
     /// Whether any of these providers discovers over the network.
-    static func discoverNetwork(_ providers: [any RouteProvider]) -> Bool {
-        providers.contains { $0.name != MediaRoute.localProvider }
-    }
+    static func discoverNetwork(_ providers: [any RouteProvider]) -> Bool { StandardProviders.discoverNetwork(providers) }
+
+    /// The process's shared SSDP and DNS-SD services (`route browse` reads them raw).
+    static var ssdp: SSDPService { StandardProviders.sharedDiscovery(log: CLILog.root).ssdp }
+    static var dnssd: AvahiBrowser { StandardProviders.sharedDiscovery(log: CLILog.root).dnssd }
+    static var builtIn: [String] { StandardProviders.builtIn }
 }
 
 /// The option declarations shared by several commands.

@@ -1,6 +1,7 @@
 // `route devices`: lists devices as they are found, or as one JSON array.
 
 import Foundation
+import MediaRouting
 import RouteCore
 
 enum Devices {

@@ -5,6 +5,7 @@
 import Foundation
 import NowPlaying
 import RoutePluginHost
+import MediaRouting
 import RouteCore
 import Synchronization
 

@@ -6,11 +6,12 @@ import NowPlaying
 import RouteCore
 import RouteMedia
 
-enum CastPublication {
+/// A cast's publication on the desktop: its queue's content, its state and its commands over MPRIS.
+public enum CastPublication {
     /// Publishes the cast until cancelled or its statuses end: content from the probed files, state from the
-    /// device, commands through the session. Without a session bus it says so once and returns.
+    /// device, commands through the session. Without a session bus it says so once (`onUnavailable`) and returns.
     @MainActor
-    static func run(_ session: CastSession, probes: ProbeAhead, onUnavailable: @escaping @Sendable (String) -> Void) async {
+    public static func run(_ session: CastSession, probes: ProbeAhead, onUnavailable: @escaping @Sendable (String) -> Void) async {
         let model = RemotePlayback(id: "cast_\(getpid())", devices: [session.device], controls: MediaCommands(
             play: MediaCommand { try await session.play() },
             pause: MediaCommand { try await session.pause() },
