@@ -24,7 +24,7 @@ enum Control {
             }
         }
         let sessions = try ControlClient.liveSessions()
-        if command == "status", let query = parsed["to"],
+        if command == "status", let query = parsed["to"], DeviceChoice.thisComputer(query, in: [LocalProvider.device]) == nil,
            DeviceMatcher.candidates(for: query, in: sessions.map(\.device)) == nil {
             // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
             return try await ObservedStatus.report(query, parsed)
@@ -108,7 +108,7 @@ enum ObservedStatus {
         let shown = device.preferring(route)
         if parsed.has("json") {
             var report = StatusReport(device: shown, title: status.title, status: status)
-            report.controller = "another"
+            report.controller = status.state == .idle ? nil : "another"
             print(try JSONOutput.string(report))
         } else {
             printOutput(Control.statusLine(device: shown.name, title: status.title, status: status)
