@@ -133,10 +133,11 @@ enum Providers {
 
     /// The provider names of `--providers`, else `ROUTE_PROVIDERS`, else nil (all).
     static func names(_ parsed: ParsedArguments) throws -> [String]? {
+        let known = order  // first, so that a shadowed plugin is said whichever providers run
         let text = parsed["providers"] ?? ProcessInfo.processInfo.environment["ROUTE_PROVIDERS"] ?? ""
         let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
-        if let unknown = names.first(where: { !order.contains($0) }) {
-            throw UsageError(description: "unknown provider \"\(unknown)\"; available: \(order.joined(separator: ", "))")
+        if let unknown = names.first(where: { !known.contains($0) }) {
+            throw UsageError(description: "unknown provider \"\(unknown)\"; available: \(known.joined(separator: ", "))")
         }
         return names.isEmpty ? nil : names
     }
@@ -154,7 +155,6 @@ enum Providers {
     /// The process's shared SSDP and DNS-SD services (`route browse` reads them raw).
     static var ssdp: SSDPService { StandardProviders.sharedDiscovery(log: CLILog.root).ssdp }
     static var dnssd: AvahiBrowser { StandardProviders.sharedDiscovery(log: CLILog.root).dnssd }
-    static var builtIn: [String] { StandardProviders.builtIn }
 }
 
 /// The option declarations shared by several commands.
