@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "RoutePluginKit", targets: ["RoutePluginKit"]),
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
         .library(name: "MediaRouting", targets: ["MediaRouting"]),
+        .library(name: "RouteClient", targets: ["RouteClient"]),
         .executable(name: "route-provider-mpd", targets: ["route-provider-mpd"]),
     ],
     targets: [
@@ -30,6 +31,7 @@ let package = Package(
         systemLibrary("CGStreamerPbutils", pkgConfig: "gstreamer-pbutils-1.0", apt: ["libgstreamer-plugins-base1.0-dev"]),
         systemLibrary("CGStreamerApp", pkgConfig: "gstreamer-app-1.0", apt: ["libgstreamer-plugins-base1.0-dev"]),
         systemLibrary("CSoup", pkgConfig: "libsoup-3.0", apt: ["libsoup-3.0-dev"]),
+        systemLibrary("CGIO", pkgConfig: "gio-unix-2.0", apt: ["libglib2.0-dev"]),
         systemLibrary("CAvahiClient", pkgConfig: "avahi-client", apt: ["libavahi-client-dev"]),
         systemLibrary("CUPnP", pkgConfig: "libupnp", apt: ["libupnp-dev"]),
         systemLibrary("CLibXML2", pkgConfig: "libxml-2.0", apt: ["libxml2-dev"]),
@@ -43,10 +45,12 @@ let package = Package(
             dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"]
         ),
         .target(name: "RouteCore", swiftSettings: swift6),
-        .target(name: "RouteGLib", dependencies: ["CSoup"], swiftSettings: swift6),
+        // GLib's main loop, GError and D-Bus (GIO alone: what the client library links), and the libsoup HTTP client.
+        .target(name: "RouteGIO", dependencies: ["CGIO"], swiftSettings: swift6),
+        .target(name: "RouteGLib", dependencies: ["CSoup", "RouteGIO"], swiftSettings: swift6),
         .target(
             name: "RouteMedia",
-            dependencies: ["RouteCore", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
+            dependencies: ["RouteCore", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
             swiftSettings: swift6
         ),
         .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
@@ -64,12 +68,14 @@ let package = Package(
         .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",
                           swiftSettings: swift6),
         // Media sessions published to the desktop (MPRIS over GDBus).
-        .target(name: "NowPlaying", dependencies: ["RouteCore", "RouteGLib"], swiftSettings: swift6),
+        .target(name: "NowPlaying", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
         // The composition layer: the standard providers over shared discovery (MediaRouter.standard()), and what a cast
         // needs around its session (probe-ahead, its publication on the desktop), shared by the CLI and apps.
         .target(name: "MediaRouting", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                      "RoutePluginHost", "NowPlaying"], swiftSettings: swift6),
-        .executableTarget(name: "route", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
+        // What apps link to use the route service over D-Bus: GIO only, no provider.
+        .target(name: "RouteClient", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
+        .executableTarget(name: "route", dependencies: ["RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                         "RoutePluginHost", "NowPlaying", "MediaRouting"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.

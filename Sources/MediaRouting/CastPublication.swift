@@ -8,11 +8,13 @@ import RouteMedia
 
 /// A cast's publication on the desktop: its queue's content, its state and its commands over MPRIS.
 public enum CastPublication {
-    /// Publishes the cast until cancelled or its statuses end: content from the probed files, state from the
-    /// device, commands through the session. Without a session bus it says so once (`onUnavailable`) and returns.
+    /// Publishes the cast until cancelled or its statuses end, as `org.mpris.MediaPlayer2.route.<id>`: content from
+    /// the probed files, state from the device, commands through the session. Without a session bus it says so once
+    /// (`onUnavailable`) and returns.
     @MainActor
-    public static func run(_ session: CastSession, probes: ProbeAhead, onUnavailable: @escaping @Sendable (String) -> Void) async {
-        let model = RemotePlayback(id: "cast_\(getpid())", devices: [session.device], controls: MediaCommands(
+    public static func run(_ session: CastSession, probes: ProbeAhead, id: String = "cast_\(getpid())",
+                           onUnavailable: @escaping @Sendable (String) -> Void) async {
+        let model = RemotePlayback(id: id, devices: [session.device], controls: MediaCommands(
             play: MediaCommand { try await session.play() },
             pause: MediaCommand { try await session.pause() },
             togglePlayPause: MediaCommand { try await session.togglePause() },

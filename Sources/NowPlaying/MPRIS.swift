@@ -4,7 +4,7 @@
 
 import Foundation
 import RouteCore
-import RouteGLib
+import RouteGIO
 import Synchronization
 
 /// Microseconds, as MPRIS counts time: never negative, never past what an Int64 holds, 0 for what is not a number.

@@ -4,7 +4,7 @@
 import Foundation
 import Observation
 import RouteCore
-import RouteGLib
+import RouteGIO
 
 /// Why a session cannot be published.
 public enum NowPlayingError: Error, CustomStringConvertible {

@@ -5,7 +5,7 @@
 import Foundation
 
 /// What a cast is doing: which item of how many, over which route, and the device's latest status.
-public struct CastStatus: Sendable, Hashable {
+public struct CastStatus: Sendable, Hashable, Codable {
     public var device: MediaDevice
     /// The route playing the current item.
     public var route: MediaRoute
@@ -14,6 +14,16 @@ public struct CastStatus: Sendable, Hashable {
     public var count: Int
     public var title: String
     public var playback: PlaybackStatus
+
+    /// A status of the queue's item `index` of `count`.
+    public init(device: MediaDevice, route: MediaRoute, index: Int, count: Int, title: String, playback: PlaybackStatus) {
+        self.device = device
+        self.route = route
+        self.index = index
+        self.count = count
+        self.title = title
+        self.playback = playback
+    }
 }
 
 /// Plays items one after another on a device, reports status, and accepts transport commands.

@@ -2,6 +2,7 @@
 // redirects and no proxies — what a device answers is read no further than route will use.
 
 import CSoup
+import RouteGIO
 import Foundation
 import Synchronization
 

@@ -1,6 +1,7 @@
 // GStreamer: the one place that initialises GStreamer and wraps the C calls the rest of RouteMedia shares.
 
 import CGStreamer
+import RouteGIO
 import RouteGLib
 import CRouteShim
 import Foundation
@@ -85,12 +86,14 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
     }
 
     /// Checks that `path` names a readable, non-empty regular file (after following symbolic links);
-    /// returns the file's real path and size.
+    /// returns the file's real path and size. A descriptor's path (`/proc/self/fd/N`, a file a client sent) is kept as
+    /// it is: what it was opened as may not be visible from here.
     public static func checkReadableFile(_ path: String) throws(MediaError) -> (path: String, size: UInt64) {
         var link = stat()
         guard lstat(path, &link) == 0 else { throw .missingFile(path) }
         var info = stat()
-        guard stat(path, &info) == 0, let real = realpath(path, nil) else {
+        let descriptor = path.hasPrefix("/proc/self/fd/")
+        guard stat(path, &info) == 0, let real = descriptor ? strdup(path) : realpath(path, nil) else {
             // A link whose target is gone.
             let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?"
             throw .missingFile("\(path) (a link to \(target), which does not exist)")

@@ -1,6 +1,7 @@
 // MediaProbe: what a media file contains (container, streams, duration, tags, cover art), via GstDiscoverer.
 
 import CGStreamer
+import RouteGIO
 import RouteGLib
 import CGStreamerPbutils
 import CRouteShim

@@ -3,6 +3,7 @@
 
 import CRouteShim
 import CSoup
+import RouteGIO
 import RouteGLib
 import Foundation
 import RouteCore

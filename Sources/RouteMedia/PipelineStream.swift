@@ -2,6 +2,7 @@
 // backpressure, started at a time offset when the device asked to seek.
 
 import CGStreamer
+import RouteGIO
 import RouteGLib
 import CGStreamerApp
 import CRouteShim

@@ -4,6 +4,7 @@ import Foundation
 import RouteCore
 import RouteMedia
 import MediaRouting
+import RouteClient
 import RoutePluginHost
 
 enum Cast {
@@ -12,6 +13,7 @@ enum Cast {
         // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
         for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
         let options = try CastOptions(parsed)
+        if parsed.has("detach") { return try await detached(parsed, options: options) }
         let probes = ProbeAhead(paths: parsed.positionals)
         _ = try await probes.info(0)
         let (router, providers) = try Providers.router(parsed)
@@ -23,21 +25,11 @@ enum Cast {
     /// or the code of the first file that had to be skipped).
     private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
                              options: CastOptions) async throws -> ExitCode {
-        let preparer = try MediaPreparer(device: device, via: options.via)
-        defer { preparer.close() }
-        var sessionOptions = CastSession.Options(startTimeout: options.startTimeout, imageDuration: options.imageDuration,
-                                                 access: { preparer.access(to: $0) }, onSkip: { _, title, error in
-            printError("route cast: skipping \(title): \(error)", overStatus: true)
-        })
-        sessionOptions.onNotice = { printError("route cast: \($0)", overStatus: true) }
-        let session = CastSession(device: device, titles: probes.titles, options: sessionOptions,
-                                  open: { try await router.controller(for: $0) }) { index in
-            let info = try await probes.info(index)
-            let (route, item) = try preparer.prepare(info, subtitles: options.subtitles) { notice in
-                printError("route cast: \(notice)", overStatus: true)
-            }
-            return CastSession.Prepared(route: route, item: item)
+        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings) {
+            printError("route cast: \($0)", overStatus: true)
         }
+        defer { cast.preparer.close() }
+        let session = cast.session
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
         }
@@ -110,6 +102,41 @@ enum Cast {
         return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
     }
 
+    /// `--detach`: the service plays the queue; returns once the device plays (or the queue has ended already).
+    private static func detached(_ parsed: ParsedArguments, options: CastOptions) async throws -> ExitCode {
+        if parsed["providers"] != nil { throw UsageError(description: "--detach casts through the route service, which runs its own providers; drop --providers") }
+        let client = try await ServiceMode.connect()
+        let device: String
+        if let query = parsed["to"] {
+            device = query
+        } else {
+            // Without --to: the only device, or the picker at a terminal.
+            try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
+            let devices = try await client.devices()
+            if devices.count == 1 { device = devices[0].id }
+            else if devices.count > 1, KeyReader.isAvailable { device = try Picker.choose(from: devices).id }
+            else { device = "" }
+        }
+        let settings = options.settings
+        let subtitles: String? = switch settings.subtitles { case .off: ""; case .file(let path): path; case .automatic: nil }
+        let session = try await client.cast(parsed.positionals.map { .path($0) }, to: device, options: RouteServiceClient.CastOptions(
+            via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
+            startTimeout: settings.startTimeout / .seconds(1), endsWithClient: false))
+        for await event in session.events() {
+            switch event {
+            case .status(let status):
+                guard status.playback.state == .playing || status.playback.state == .paused else { continue }
+                printError("route cast: \(status.device.name) plays \"\(status.title)\"; the route service goes on with it "
+                           + "(`route stop --to \"\(status.device.name)\"` ends it)")
+                return .success
+            case .ended(let end):
+                if let failure = end.failure { throw failure }
+                return .success
+            }
+        }
+        return .success
+    }
+
     private static func press(_ key: CastKey, on session: CastSession) async {
         do {
             switch key {
@@ -128,36 +155,30 @@ enum Cast {
     }
 }
 
-/// The options of `cast` beyond the device.
+/// The options of `cast` beyond the device: `--via`, `--subtitles`/`--no-subtitles`, `--image-duration`, and
+/// `ROUTE_START_TIMEOUT` (seconds a device may take to start an item; default 20).
 struct CastOptions {
-    /// How long a picture shows before the queue moves on.
-    let imageDuration: Duration
-    /// How long a device may take to start an item (`ROUTE_START_TIMEOUT`, seconds; default 20).
-    let startTimeout: Duration
-    /// The protocol every item must go over (`--via`), when one is forced.
-    let via: String?
-    /// Which subtitles go with videos (`--subtitles FILE`, `--no-subtitles`).
-    let subtitles: Subtitles
+    let settings: CastSettings
 
     init(_ parsed: ParsedArguments) throws {
+        var settings = CastSettings()
         let start = ProcessInfo.processInfo.environment["ROUTE_START_TIMEOUT"].flatMap(Double.init) ?? 20
-        startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
-        via = parsed["via"]?.lowercased()
+        settings.startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
+        settings.via = parsed["via"]?.lowercased()
         if parsed.has("no-subtitles") {
-            subtitles = .off
+            settings.subtitles = .off
         } else if let path = parsed["subtitles"] {
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw UsageError(description: "--subtitles: cannot read \"\(path)\"")
             }
-            subtitles = .file(URL(fileURLWithPath: path).standardizedFileURL.path)
-        } else {
-            subtitles = .automatic
+            settings.subtitles = .file(URL(fileURLWithPath: path).standardizedFileURL.path)
         }
         let text = parsed["image-duration"] ?? "5"
         guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 3600 else {
             throw UsageError(description: "--image-duration takes seconds from 0 to 3600, not \"\(text)\"")
         }
-        imageDuration = .milliseconds(Int(seconds * 1000))
+        settings.imageDuration = .milliseconds(Int(seconds * 1000))
+        self.settings = settings
     }
 }
 
@@ -173,18 +194,8 @@ enum DeviceChoice {
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
-            let found: MediaDevice
-            do {
-                found = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
-            } catch RouteError.unknownDevice where isBareIP(query) {
-                // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
-                // does (a receiver on another network segment, or with mDNS blocked, still answers there).
-                return try await router.device(at: query)
-            }
-            let device = await settled(found, router: router, providers: providers)
-            if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
-                printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
-            }
+            let device = try await find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
+            sayMeaning(of: query, device)
             return device
         }
         guard Providers.discoverNetwork(providers) else {
@@ -201,6 +212,30 @@ enum DeviceChoice {
             throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name))
         }
         return try Picker.choose(from: devices)
+    }
+
+    /// The device `query` names through a router whose discovery runs: by address (asked directly), This computer, or
+    /// by name, waiting up to `timeout` seconds for it to be found and then for its other routes (`settled`).
+    static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
+        if looksLikeAddress(query) { return try await router.device(at: query) }
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
+        if let computer = thisComputer(query, in: local) { return computer }
+        let found: MediaDevice
+        do {
+            found = try await router.waitForDevice(matching: query, timeout: timeout)
+        } catch RouteError.unknownDevice where isBareIP(query) {
+            // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
+            // does (a receiver on another network segment, or with mDNS blocked, still answers there).
+            return try await router.device(at: query)
+        }
+        return await settled(found, router: router, providers: providers)
+    }
+
+    /// Says which device a loosely matching query was taken to mean.
+    static func sayMeaning(of query: String, _ device: MediaDevice) {
+        if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
+            printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
+        }
     }
 
     /// The device as it is once its other routes had a moment to arrive (`MediaRouter.settled`): the built-in

@@ -11,7 +11,8 @@ import UPnPProvider
 
 /// Dispatches `route COMMAND …` and turns every error into one line on stderr and an exit code.
 enum RouteCommandLine {
-    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.plugins, Specs.browse, Specs.watch]
+    static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.plugins, Specs.browse, Specs.watch,
+                                            Specs.service]
         + Specs.controls.map(\.spec) + [Specs.completion, Specs.manpage]
 
     static func run(_ arguments: [String]) async -> ExitCode {
@@ -43,6 +44,7 @@ enum RouteCommandLine {
             case "providers": return try await ProvidersCommand.run(parsed)
             case "browse": return try await Browse.run(parsed)
             case "watch": return try await Watch.run(parsed)
+            case "service": return try await ServiceCommand.run(parsed)
             case "plugins": return try PluginsCommand.run(parsed)
             case "completion": return try Completion.run(parsed)
             case "manpage": print(ManPage.text); return .success
@@ -64,6 +66,8 @@ enum RouteCommandLine {
           ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
           ROUTE_PLUGIN_PATH   colon-separated directories searched first for route-provider-* plugins
           ROUTE_MPD_HOSTS     MPD servers for the mpd plugin: NAME=HOST:PORT, comma-separated
+          ROUTE_SERVICE       off: every command in-process, never through the route service (default: through it
+                              for `devices` when a session bus exists and no --providers is given)
           ROUTE_DEBUG         upnp, cast, mdns, a plugin's name, or all (comma-separated): trace protocol traffic on stderr
         """
 

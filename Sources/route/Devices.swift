@@ -2,10 +2,13 @@
 
 import Foundation
 import MediaRouting
+import RouteClient
 import RouteCore
+import Synchronization
 
 enum Devices {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        if ServiceMode.applies(parsed) { return try await throughService(parsed) }
         let (router, providers) = try Providers.router(parsed)
         let requested = try CommonOptions.timeout(parsed)
         let timeout = Providers.discoverNetwork(providers) ? requested : 0
@@ -28,6 +31,38 @@ enum Devices {
         if timeout == 0 { await printer.value } else { _ = try? await deadline.value }
         printer.cancel()
         if json { print(try JSONOutput.string(router.devices)) }
+        return .success
+    }
+
+    /// The same through the service: what it knows at once, then what it finds until it has listened for --timeout
+    /// seconds (a service that has listened that long already answers at once).
+    private static func throughService(_ parsed: ParsedArguments) async throws -> ExitCode {
+        let timeout = try CommonOptions.timeout(parsed)
+        let json = parsed.has("json")
+        let client = try await ServiceMode.connect()
+        let seen = Mutex<(shown: [String: [String]], latest: [MediaDevice])>(([:], []))
+        let (firstListening, listened) = AsyncStream<Double>.makeStream()
+        let follower = Task {
+            defer { listened.finish() }
+            for try await update in client.deviceUpdates() {
+                let fresh = seen.withLock { seen in
+                    seen.latest = update.devices
+                    let fresh = update.devices.filter { seen.shown[$0.id] != $0.protocols }
+                    for device in fresh { seen.shown[device.id] = device.protocols }
+                    return fresh
+                }
+                if !json { for device in fresh { printOutput(line(device)) } }
+                listened.yield(update.listening)
+            }
+        }
+        var listening = firstListening.makeAsyncIterator()
+        guard let already = await listening.next() else {
+            try await follower.value
+            return .success
+        }
+        if already < timeout { try? await Task.sleep(for: .milliseconds(Int((timeout - already) * 1000) + 50)) }
+        follower.cancel()
+        if json { print(try JSONOutput.string(seen.withLock { $0.latest })) }
         return .success
     }
 

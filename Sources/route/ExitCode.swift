@@ -1,5 +1,6 @@
 // ExitCode: route's documented exit codes, and which error maps to which.
 
+import RouteClient
 import RouteCore
 import RouteMedia
 
@@ -46,6 +47,14 @@ enum ExitCode: Int32 {
             case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
             case .deviceUnreachable: self = .unreachable
             case .commandFailed, .unsupported, .playbackFailed, .unusableDevice, .mediaRefused: self = .failure
+            }
+        case let error as RouteServiceError:
+            switch error.name {
+            case RouteServiceAPI.ErrorName.noDevice: self = .noDevice
+            case RouteServiceAPI.ErrorName.unreachable: self = .unreachable
+            case RouteServiceAPI.ErrorName.badInput: self = .badInput
+            case "org.freedesktop.DBus.Error.InvalidArgs": self = .usage
+            default: self = .failure
             }
         default: self = .failure
         }

@@ -17,7 +17,8 @@ enum Specs {
                   OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (cast, upnp, local) even where another route plays it better"),
                   OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)"),
                   OptionSpec(name: "subtitles", value: "FILE", help: "show these subtitles (.srt, .vtt) with every video, where the device shows text tracks"),
-                  OptionSpec(name: "no-subtitles", value: nil, help: "send no subtitles (by default: a .srt/.vtt beside the file, else a text stream inside it)")],
+                  OptionSpec(name: "no-subtitles", value: nil, help: "send no subtitles (by default: a .srt/.vtt beside the file, else a text stream inside it)"),
+                  OptionSpec(name: "detach", value: nil, help: "return once the device plays and leave the cast to the route service")],
         details: """
         Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
         file to it (transcoding when the device cannot play it) and plays the files as a queue; later files are
@@ -30,12 +31,29 @@ enum Specs {
         Subtitles (a .srt or .vtt beside a video with its base name, --subtitles FILE, or a text stream inside
         the file) go as a WebVTT track to devices that show them (Cast).
         Casting to "This computer" or to an address starts no network discovery.
+        With --detach, the route service (`route service`) plays the queue: route returns once the device plays, and
+        route pause|stop|status --to DEVICE, the desktop's media controls and apps control it.
         """,
         examples: [
             "route cast song.flac", "route cast movie.mkv --to \"Living Room\"",
             "route cast *.mp3 --to this", "route cast talk.wav --to 10.0.0.5:49494",
             "route cast film.mkv --to \"Living Room TV\" --subtitles film.en.srt", "route cast song.flac --to 10.0.0.7:8009",
+            "route cast album/*.flac --to Kitchen --detach",
         ])
+
+    static let service = CommandSpec(
+        name: "service", summary: "run the route service: devices, casts and sessions for every app, on the session bus",
+        positionals: "", minPositionals: 0, maxPositionals: 0,
+        options: [CommonOptions.providers,
+                  OptionSpec(name: "background", value: nil, help: "leave the terminal: a session of its own, messages to RUNTIME_DIR/service.log")],
+        details: """
+        Takes io.github.route.Route1 on the session bus and serves until interrupted or the bus ends: it listens for
+        devices all the time, answers apps and the route CLI (devices, casts, sessions; Documentation/DBUS-API.md), plays
+        each cast as a session with an MPRIS player, and stops its sessions' devices when it ends. Usually started for
+        you: by systemd (systemctl --user, installed by make install), by the bus when an app asks for it, or by route
+        itself on first use. ROUTE_SERVICE=off makes every command work in-process instead.
+        """,
+        examples: ["route service", "systemctl --user status route", "busctl --user introspect io.github.route.Route1 /io/github/route/Route1"])
 
     static let watch = CommandSpec(
         name: "watch", summary: "show what other controllers play on the desktop's media controls", positionals: "",

@@ -1,7 +1,7 @@
 // GLibLoop: a thread that runs a GLib main loop, where libsoup objects (the media server, the HTTP client)
 // live; and GLibError, the one place a GError becomes a Swift error.
 
-import CSoup
+import CGIO
 import Foundation
 import Synchronization
 

@@ -1,15 +1,17 @@
 // DBus: the one place route speaks D-Bus (GDBus, in gio) — the session bus connection, owning a name,
-// exporting an object from introspection XML, and signals; GVariant never leaves this file.
+// exporting an object from introspection XML, signals, and calls to other objects (file descriptors included);
+// GVariant never leaves this file.
 
-import CSoup
+import CGIO
 import Foundation
 import Synchronization
 
-/// A D-Bus value of the types route exports (MPRIS needs no others).
+/// A D-Bus value of the types route speaks.
 public enum DBusValue: Sendable, Equatable {
     case string(String)
     case objectPath(String)
     case boolean(Bool)
+    case int32(Int32)
     case int64(Int64)
     case uint32(UInt32)
     case double(Double)
@@ -17,16 +19,22 @@ public enum DBusValue: Sendable, Equatable {
     case strings([String])
     /// `a{sv}`
     case dictionary([String: DBusValue])
+    /// Any other array: its element's signature (`o`, `a{sv}`, `h`) and the elements.
+    indirect case array(elementType: String, [DBusValue])
+    /// `h`: a file descriptor passed with the message (received: owned by the `DBusDescriptor`).
+    case fileDescriptor(DBusDescriptor)
     /// A `v` received (a property's new value in `Set`).
     indirect case variant(DBusValue)
 
-    /// A new floating GVariant holding the value.
-    fileprivate func makeVariant() -> OpaquePointer {
+    /// A new floating GVariant holding the value; descriptors are appended to `descriptors` (a GUnixFDList) and
+    /// stand for their index in it.
+    fileprivate func makeVariant(_ descriptors: UnsafeMutablePointer<GUnixFDList>? = nil) -> OpaquePointer {
         switch self {
         case .string(let text): return g_variant_new_string(text)
         // An invalid path would give NULL (and a critical): "/" stands in for it.
         case .objectPath(let path): return g_variant_new_object_path(g_variant_is_object_path(path) != 0 ? path : "/")
         case .boolean(let flag): return g_variant_new_boolean(flag ? 1 : 0)
+        case .int32(let number): return g_variant_new_int32(gint32(number))
         case .int64(let number): return g_variant_new_int64(gint64(number))
         case .uint32(let number): return g_variant_new_uint32(number)
         case .double(let number): return g_variant_new_double(number)
@@ -44,30 +52,86 @@ public enum DBusValue: Sendable, Equatable {
             let builder = g_variant_builder_new(type)
             defer { g_variant_builder_unref(builder) }
             for key in entries.keys.sorted() {
-                let entry = g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(entries[key]!.makeVariant()))
+                let entry = g_variant_new_dict_entry(g_variant_new_string(key), g_variant_new_variant(entries[key]!.makeVariant(descriptors)))
                 g_variant_builder_add_value(builder, entry)
             }
             return g_variant_builder_end(builder)
-        case .variant(let inner): return g_variant_new_variant(inner.makeVariant())
+        case .array(let elementType, let elements):
+            let type = g_variant_type_new(g_variant_type_string_is_valid(elementType) != 0 ? elementType : "s")
+            defer { g_variant_type_free(type) }
+            var children: [OpaquePointer?] = elements.map { $0.makeVariant(descriptors) }
+            return children.withUnsafeMutableBufferPointer { g_variant_new_array(type, $0.baseAddress, gsize($0.count)) }
+        case .fileDescriptor(let descriptor):
+            // An index into the message's descriptors (-1, "none", when the message carries none).
+            guard let descriptors else { return g_variant_new_handle(-1) }
+            return g_variant_new_handle(g_unix_fd_list_append(descriptors, descriptor.descriptor, nil))
+        case .variant(let inner): return g_variant_new_variant(inner.makeVariant(descriptors))
         }
     }
 
-    /// The value a GVariant holds, for the types above; nil for any other.
-    fileprivate init?(_ variant: OpaquePointer) {
+    /// The value a GVariant holds, for the types above; nil for any other (or a handle to a descriptor the message
+    /// does not carry). Handles are taken from `descriptors` (a GUnixFDList), duplicated.
+    fileprivate init?(_ variant: OpaquePointer, descriptors: UnsafeMutablePointer<GUnixFDList>? = nil) {
         let type = String(cString: g_variant_get_type_string(variant))
         switch type {
         case "s": self = .string(String(cString: g_variant_get_string(variant, nil)))
         case "o": self = .objectPath(String(cString: g_variant_get_string(variant, nil)))
         case "b": self = .boolean(g_variant_get_boolean(variant) != 0)
+        case "i": self = .int32(Int32(g_variant_get_int32(variant)))
         case "x": self = .int64(Int64(g_variant_get_int64(variant)))
         case "u": self = .uint32(g_variant_get_uint32(variant))
         case "d": self = .double(g_variant_get_double(variant))
+        case "h":
+            let index = g_variant_get_handle(variant)
+            guard let descriptors, index >= 0, index < g_unix_fd_list_get_length(descriptors) else { return nil }
+            let descriptor = g_unix_fd_list_get(descriptors, index, nil)
+            guard descriptor >= 0 else { return nil }
+            self = .fileDescriptor(DBusDescriptor(owning: descriptor))
         case "v":
             let inner = g_variant_get_variant(variant)!
             defer { g_variant_unref(inner) }
-            guard let value = DBusValue(inner) else { return nil }
+            guard let value = DBusValue(inner, descriptors: descriptors) else { return nil }
             self = .variant(value)
+        case "as":
+            var strings: [String] = []
+            for index in 0..<g_variant_n_children(variant) {
+                let child = g_variant_get_child_value(variant, index)!
+                defer { g_variant_unref(child) }
+                strings.append(String(cString: g_variant_get_string(child, nil)))
+            }
+            self = .strings(strings)
+        case "a{sv}":
+            var entries: [String: DBusValue] = [:]
+            for index in 0..<g_variant_n_children(variant) {
+                let entry = g_variant_get_child_value(variant, index)!
+                defer { g_variant_unref(entry) }
+                let key = g_variant_get_child_value(entry, 0)!, boxed = g_variant_get_child_value(entry, 1)!
+                defer { g_variant_unref(key); g_variant_unref(boxed) }
+                let inner = g_variant_get_variant(boxed)!
+                defer { g_variant_unref(inner) }
+                guard let value = DBusValue(inner, descriptors: descriptors) else { return nil }
+                entries[String(cString: g_variant_get_string(key, nil))] = value
+            }
+            self = .dictionary(entries)
+        case _ where type.hasPrefix("a") && !type.hasPrefix("a{"):
+            var elements: [DBusValue] = []
+            for index in 0..<g_variant_n_children(variant) {
+                let child = g_variant_get_child_value(variant, index)!
+                defer { g_variant_unref(child) }
+                guard let value = DBusValue(child, descriptors: descriptors) else { return nil }
+                elements.append(value)
+            }
+            self = .array(elementType: String(type.dropFirst()), elements)
         default: return nil
+        }
+    }
+
+    /// The dictionary's entries, the strings, or the array's elements, whichever the value holds (empty for others).
+    public var elements: [DBusValue] {
+        switch unwrapped {
+        case .array(_, let elements): return elements
+        case .strings(let strings): return strings.map { .string($0) }
+        default: return []
         }
     }
 
@@ -77,11 +141,39 @@ public enum DBusValue: Sendable, Equatable {
         return self
     }
 
-    /// A tuple of values, as method arguments and signal bodies are.
-    fileprivate static func tuple(_ values: [DBusValue]) -> OpaquePointer {
-        var children: [OpaquePointer?] = values.map { $0.makeVariant() }
+    /// A tuple of values, as method arguments and signal bodies are; descriptors go to `descriptors`.
+    fileprivate static func tuple(_ values: [DBusValue], descriptors: UnsafeMutablePointer<GUnixFDList>? = nil) -> OpaquePointer {
+        var children: [OpaquePointer?] = values.map { $0.makeVariant(descriptors) }
         return children.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count)) }
     }
+}
+
+/// A file descriptor that came with a D-Bus message (a duplicate, closed when the last reference goes), or one to send
+/// (borrowed: the message carries a duplicate of it).
+public final class DBusDescriptor: Sendable, Equatable, CustomStringConvertible {
+    /// The descriptor.
+    public let descriptor: Int32
+    private let owned: Bool
+
+    /// A descriptor received: closed with this object.
+    fileprivate init(owning descriptor: Int32) {
+        self.descriptor = descriptor
+        owned = true
+    }
+
+    /// A descriptor to send; the caller keeps it open until the call is answered and closes it.
+    public init(sending descriptor: Int32) {
+        self.descriptor = descriptor
+        owned = false
+    }
+
+    /// A duplicate the caller owns (it outlives this object); -1 when the process is out of descriptors.
+    public func duplicate() -> Int32 { fcntl(descriptor, F_DUPFD_CLOEXEC, 0) }
+
+    deinit { if owned { close(descriptor) } }
+
+    public static func == (a: DBusDescriptor, b: DBusDescriptor) -> Bool { a.descriptor == b.descriptor }
+    public var description: String { "fd \(descriptor)" }
 }
 
 /// A D-Bus error to answer a method call with: its name (`org.freedesktop.DBus.Error.NotSupported`) and words.
@@ -100,8 +192,13 @@ public struct DBusError: Error, CustomStringConvertible {
 /// (`DBusError` keeps its name; any other becomes org.freedesktop.DBus.Error.Failed).
 public final class DBusReply: Sendable {
     private let invocation: Mutex<Invocation?>
+    /// The unique bus name of the caller (`:1.42`).
+    public let sender: String
 
-    fileprivate init(_ invocation: Invocation) { self.invocation = Mutex(invocation) }
+    fileprivate init(_ invocation: Invocation, sender: String) {
+        self.invocation = Mutex(invocation)
+        self.sender = sender
+    }
 
     /// Answers the call.
     public func callAsFunction(_ result: Result<[DBusValue], any Error>) {
@@ -256,11 +353,124 @@ public final class DBusConnection: Sendable {
         }
     }
 
+    /// Calls `method` of the object at `path` on `destination` and returns the reply's values. The bus starts an
+    /// activatable destination that is not running (unless `autoStart` is false).
+    /// - Throws: `DBusError` with the remote error's name and message (org.freedesktop.DBus.Error.ServiceUnknown when
+    ///   nobody has the name, …NoReply when `timeout` passed), or Failed when the connection is gone.
+    public func call(_ destination: String, path: String, interface: String, method: String, _ arguments: [DBusValue] = [],
+                     timeout: Duration = .seconds(25), autoStart: Bool = true) async throws -> [DBusValue] {
+        nonisolated(unsafe) let connection = self.connection
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return try await withCheckedThrowingContinuation { continuation in
+            let pending = PendingCall(continuation)
+            // The reply arrives on the loop's thread: the thread-default context where the call was made.
+            Self.loop.async {
+                let descriptors = g_unix_fd_list_new()
+                defer { g_object_unref(UnsafeMutableRawPointer(descriptors)) }
+                let parameters = DBusValue.tuple(arguments, descriptors: descriptors)
+                let flags = autoStart ? G_DBUS_CALL_FLAGS_NONE : G_DBUS_CALL_FLAGS_NO_AUTO_START
+                g_dbus_connection_call_with_unix_fd_list(connection, destination, path, interface, method, parameters, nil, flags,
+                                                         milliseconds, g_unix_fd_list_get_length(descriptors) > 0 ? descriptors : nil,
+                                                         nil, dbusCallFinished, Unmanaged.passRetained(pending).toOpaque())
+            }
+        }
+    }
+
+    /// The signals that match (each filter nil: any), from now until the stream is dropped; the newest 256 wait when
+    /// the reader falls behind.
+    public func signals(sender: String? = nil, path: String? = nil, interface: String? = nil, member: String? = nil,
+                        arg0: String? = nil) -> AsyncStream<DBusSignal> {
+        let (stream, continuation) = AsyncStream<DBusSignal>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        nonisolated(unsafe) let connection = self.connection
+        let box = Unmanaged.passRetained(SignalBox(continuation)).toOpaque()
+        nonisolated(unsafe) let data = box
+        let id: UInt32? = try? Self.loop.perform {
+            g_dbus_connection_signal_subscribe(connection, sender, interface, member, path, arg0, G_DBUS_SIGNAL_FLAGS_NONE,
+                                               dbusSignalReceived, data, { Unmanaged<SignalBox>.fromOpaque($0!).release() })
+        }
+        guard let id else {
+            Unmanaged<SignalBox>.fromOpaque(box).release()
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { _ in
+            // Keeps the connection until the subscription is gone.
+            Self.loop.async { withExtendedLifetime(self) { g_dbus_connection_signal_unsubscribe(connection, id) } }
+        }
+        return stream
+    }
+
+    /// Whether someone owns `name` on the bus now.
+    public func nameHasOwner(_ name: String) async throws -> Bool {
+        let reply = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                   method: "NameHasOwner", [.string(name)], timeout: .seconds(5))
+        return reply.first == .boolean(true)
+    }
+
     /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for `interface`'s changed properties.
     public func emitPropertiesChanged(path: String, interface: String, changed: [String: DBusValue]) {
         emit(path: path, interface: "org.freedesktop.DBus.Properties", signal: "PropertiesChanged",
              arguments: [.string(interface), .dictionary(changed), .strings([])])
     }
+}
+
+/// A signal received.
+public struct DBusSignal: Sendable {
+    /// The unique name of the connection that sent it.
+    public var sender: String
+    public var path: String
+    public var interface: String
+    public var name: String
+    public var arguments: [DBusValue]
+}
+
+/// A call waiting for its reply.
+private final class PendingCall: @unchecked Sendable {
+    // Safety: resumed once, by the reply's callback on the D-Bus loop's thread.
+    let continuation: CheckedContinuation<[DBusValue], any Error>
+    init(_ continuation: CheckedContinuation<[DBusValue], any Error>) { self.continuation = continuation }
+}
+
+/// A signal subscription's stream.
+private final class SignalBox {
+    let continuation: AsyncStream<DBusSignal>.Continuation
+    init(_ continuation: AsyncStream<DBusSignal>.Continuation) { self.continuation = continuation }
+}
+
+/// The error of a failed call: the remote error's name and its message alone.
+private func remoteError(_ error: UnsafeMutablePointer<GError>?) -> DBusError {
+    guard let error else { return DBusError("the call failed") }
+    defer { g_error_free(error) }
+    let name = g_dbus_error_get_remote_error(error)
+    defer { g_free(name) }
+    g_dbus_error_strip_remote_error(error)
+    return DBusError(name: name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed", String(cString: error.pointee.message))
+}
+
+// Called on the D-Bus loop's thread with a call's reply.
+private let dbusCallFinished: GAsyncReadyCallback = { source, result, data in
+    let pending = Unmanaged<PendingCall>.fromOpaque(data!).takeRetainedValue()
+    var error: UnsafeMutablePointer<GError>?
+    var descriptors: UnsafeMutablePointer<GUnixFDList>?
+    guard let reply = g_dbus_connection_call_with_unix_fd_list_finish(OpaquePointer(source), &descriptors, result, &error) else {
+        return pending.continuation.resume(throwing: remoteError(error))
+    }
+    defer {
+        g_variant_unref(reply)
+        if let descriptors { g_object_unref(UnsafeMutableRawPointer(descriptors)) }
+    }
+    guard let values = values(of: reply, descriptors: descriptors) else {
+        return pending.continuation.resume(throwing: DBusError("the reply holds a value of a type route does not read"))
+    }
+    pending.continuation.resume(returning: values)
+}
+
+// Called on the D-Bus loop's thread with a signal that matched a subscription.
+private let dbusSignalReceived: GDBusSignalCallback = { _, sender, path, interface, name, parameters, data in
+    let box = Unmanaged<SignalBox>.fromOpaque(data!).takeUnretainedValue()
+    box.continuation.yield(DBusSignal(sender: sender.map { String(cString: $0) } ?? "", path: String(cString: path!),
+                                      interface: String(cString: interface!), name: String(cString: name!),
+                                      arguments: values(of: parameters) ?? []))
 }
 
 /// An exported object; `end()` (or dropping it) takes it off the bus.
@@ -297,14 +507,15 @@ private func handler(_ data: gpointer?) -> any DBusObjectHandler {
     Unmanaged<HandlerBox>.fromOpaque(data!).takeUnretainedValue().handler
 }
 
-/// The values of a tuple (a call's arguments, a reply), in order; nil when one is of a type route does not read.
-private func values(of parameters: OpaquePointer?) -> [DBusValue]? {
+/// The values of a tuple (a call's arguments, a reply), in order, handles taken from `descriptors`; nil when one is of
+/// a type route does not read.
+private func values(of parameters: OpaquePointer?, descriptors: UnsafeMutablePointer<GUnixFDList>? = nil) -> [DBusValue]? {
     guard let parameters else { return [] }
     var values: [DBusValue] = []
     for index in 0..<g_variant_n_children(parameters) {
         let child = g_variant_get_child_value(parameters, index)!
         defer { g_variant_unref(child) }
-        guard let value = DBusValue(child) else { return nil }
+        guard let value = DBusValue(child, descriptors: descriptors) else { return nil }
         values.append(value)
     }
     return values
@@ -329,9 +540,12 @@ private func fail(_ failure: UnsafeMutablePointer<UnsafeMutablePointer<GError>?>
 private let dbusMethodCall: GDBusInterfaceMethodCallFunc = { _, _, _, interface, method, parameters, invocation, data in
     let target = handler(data)
     let interface = String(cString: interface!), method = String(cString: method!)
-    let reply = DBusReply(Invocation(pointer: invocation!))
-    guard let arguments = values(of: parameters) else {
-        return reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method): an argument of a type route does not read")))
+    let sender = g_dbus_method_invocation_get_sender(invocation).map { String(cString: $0) } ?? ""
+    let descriptors = g_dbus_message_get_unix_fd_list(g_dbus_method_invocation_get_message(invocation))
+    let reply = DBusReply(Invocation(pointer: invocation!), sender: sender)
+    guard let arguments = values(of: parameters, descriptors: descriptors) else {
+        return reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                        "\(method): an argument of a type route does not read, or a descriptor the call did not carry")))
     }
     target.call(interface: interface, method: method, arguments: arguments, reply: reply)
 }

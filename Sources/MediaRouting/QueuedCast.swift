@@ -1,0 +1,56 @@
+// QueuedCast: a cast of probed files to one device as a session — the preparer that serves each file the way the
+// route playing it needs, and the session that plays the queue — made the same way by `route cast` and the service.
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+/// How a cast plays its queue.
+public struct CastSettings: Sendable {
+    /// How long a device may take to start an item.
+    public var startTimeout: Duration
+    /// How long a picture shows before the queue moves on.
+    public var imageDuration: Duration
+    /// The protocol or provider every item must go over, when one is forced.
+    public var via: String?
+    /// Which subtitles go with videos.
+    public var subtitles: Subtitles
+
+    /// Settings; by default 20 s to start, 5 s a picture, any route, subtitles found beside or inside the file.
+    public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5), via: String? = nil,
+                subtitles: Subtitles = .automatic) {
+        self.startTimeout = startTimeout
+        self.imageDuration = imageDuration
+        self.via = via
+        self.subtitles = subtitles
+    }
+}
+
+/// A queue of probed files on one device: the session that plays it and the preparer that serves its files.
+public struct QueuedCast: Sendable {
+    /// The session playing the queue (not started: run its `run()`).
+    public let session: CastSession
+    /// Serves the queue's files; `close()` it when the session has ended.
+    public let preparer: MediaPreparer
+    /// The queue's files, probed ahead.
+    public let probes: ProbeAhead
+
+    /// A cast of `probes` to `device` through `router`'s controllers. `say` hears, in words, what the cast does on its
+    /// own (a file skipped, an item sent again converted).
+    /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
+    public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
+                say: @escaping @Sendable (String) -> Void) throws {
+        let preparer = try MediaPreparer(device: device, via: settings.via)
+        var options = CastSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
+                                          access: { preparer.access(to: $0) }, onSkip: { _, title, error in say("skipping \(title): \(error)") })
+        options.onNotice = say
+        let subtitles = settings.subtitles
+        session = CastSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
+            let info = try await probes.info(index)
+            let (route, item) = try preparer.prepare(info, subtitles: subtitles, notice: say)
+            return CastSession.Prepared(route: route, item: item)
+        }
+        self.preparer = preparer
+        self.probes = probes
+    }
+}

@@ -1,0 +1,310 @@
+// RouteServiceClient: what an app links to use route — devices, casts and their sessions, all through the per-user
+// route service over D-Bus. GIO is its only C library: no provider, GStreamer, libupnp, OpenSSL or Avahi.
+
+import Foundation
+import RouteCore
+import RouteGIO
+
+/// A connection to the route service on the user's session bus.
+///
+/// ```swift
+/// let route = try await RouteServiceClient.connect()
+/// let device = try await route.device(matching: "Living Room")
+/// let session = try await route.cast([.path("/music/song.flac")], to: device.id)
+/// for await status in session.statusUpdates() { print(status.playback.state) }
+/// ```
+public final class RouteServiceClient: Sendable {
+    private let bus: DBusConnection
+
+    private init(bus: DBusConnection) { self.bus = bus }
+
+    /// Connects to the session bus (or the bus at `address`). The service itself starts with the first call: the bus
+    /// activates it where route is installed; otherwise, when `starting` names a route executable, it is started
+    /// as `ROUTE service` in the background (as gpg-agent is), and the call waits for it (up to 5 s).
+    /// - Throws: `RouteServiceError` when there is no session bus, or the service is not running and cannot start.
+    public static func connect(address: String? = nil, starting executable: String? = nil) async throws -> RouteServiceClient {
+        let bus: DBusConnection
+        do { bus = try DBusConnection.session(address: address) } catch let error as DBusError {
+            throw RouteServiceError(name: "org.freedesktop.DBus.Error.NoServer", error.message)
+        }
+        let client = RouteServiceClient(bus: bus)
+        if let executable { try await client.start(executable) }
+        return client
+    }
+
+    /// Whether a session bus is there to reach a service on.
+    public static var sessionBusExists: Bool { DBusConnection.sessionAddress != nil }
+
+    /// Starts `executable service` when nobody has the service's name and the bus cannot activate it.
+    private func start(_ executable: String) async throws {
+        if try await bus.nameHasOwner(RouteServiceAPI.busName) { return }
+        let activatable = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                         method: "ListActivatableNames")
+        if activatable.first?.elements.contains(.string(RouteServiceAPI.busName)) == true { return }
+        try ServiceLauncher.launch(executable)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if try await bus.nameHasOwner(RouteServiceAPI.busName) { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed,
+                                "started `\(executable) service`, but it did not take \(RouteServiceAPI.busName) within 5 s; "
+                                + "run it in a terminal to see why")
+    }
+
+    /// The devices the service knows now, in its order (This computer first).
+    public func devices() async throws -> [MediaDevice] {
+        try Self.devices(from: try await manager("GetDevices").first)
+    }
+
+    /// The device list as it changes: the service searches the network actively while the stream is read (a
+    /// lease that ends when it is dropped or this process leaves the bus). The first element is the list now, with
+    /// how many seconds the service has been listening (a list after 3 s of listening holds what answers).
+    public func deviceUpdates() -> AsyncThrowingStream<(devices: [MediaDevice], listening: Double), any Error> {
+        let signals = bus.signals(sender: nil, path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let reply = try await manager("WatchDevices")
+                    let started = ContinuousClock.now
+                    let listening = reply.count > 1 ? { if case .double(let seconds) = reply[1] { return seconds }; return 0 }() : 0
+                    continuation.yield((try Self.devices(from: reply.first), listening))
+                    for await signal in signals where signal.name.hasPrefix("Device") {
+                        let elapsed = (ContinuousClock.now - started) / .seconds(1)
+                        continuation.yield((try await devices(), listening + elapsed))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in
+                task.cancel()
+                Task { _ = try? await self.manager("UnwatchDevices") }
+            }
+        }
+    }
+
+    /// The device `query` names (a name, a prefix, an id, an address), as `route cast --to` finds it; waits up to
+    /// `timeout` seconds for it to be found.
+    /// - Throws: `RouteServiceError` (`NoDevice` when nothing or several match, `Unreachable`).
+    public func device(matching query: String, timeout: Double = 3) async throws -> MediaDevice {
+        let reply = try await manager("FindDevice", [.string(query), .double(timeout)], timeout: .seconds(Int(timeout) + 25))
+        guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the service sent no device") }
+        return try DBusCoding.decode(MediaDevice.self, from: value)
+    }
+
+    /// A file to cast: a path the service opens (absolute, or relative to this process's directory), or a
+    /// descriptor this process opened (a sandboxed app that sees no paths), sent with the call.
+    public enum File: Sendable {
+        case path(String)
+        case descriptor(Int32)
+    }
+
+    /// What the service does with a cast besides playing it.
+    public struct CastOptions: Sendable {
+        /// Every item over this protocol (`cast`, `upnp`, `local`) even where another route plays it better.
+        public var via: String?
+        /// Subtitles for every video: nil for those found beside the file or inside it, `""` for none.
+        public var subtitles: String?
+        /// Seconds a picture shows (default 5).
+        public var imageDuration: Double?
+        /// Seconds a device may take to start an item (default 20).
+        public var startTimeout: Double?
+        /// Whether the session ends (the device stops) when this process leaves the bus; false leaves it playing,
+        /// owned by the service.
+        public var endsWithClient: Bool
+        /// Options; by default the session ends with this process.
+        public init(via: String? = nil, subtitles: String? = nil, imageDuration: Double? = nil, startTimeout: Double? = nil,
+                    endsWithClient: Bool = true) {
+            self.via = via
+            self.subtitles = subtitles
+            self.imageDuration = imageDuration
+            self.startTimeout = startTimeout
+            self.endsWithClient = endsWithClient
+        }
+        var dictionary: [String: DBusValue] {
+            var entries: [String: DBusValue] = ["endsWithClient": .boolean(endsWithClient)]
+            if let via { entries["via"] = .string(via) }
+            if let subtitles { entries["subtitles"] = .string(subtitles) }
+            if let imageDuration { entries["imageDuration"] = .double(imageDuration) }
+            if let startTimeout { entries["startTimeout"] = .double(startTimeout) }
+            return entries
+        }
+    }
+
+    /// Casts `files` as a queue to the device `device` names (its id, or any query `device(matching:)` takes) and
+    /// returns the session once the service has checked the files and found the device (before the device plays).
+    /// - Throws: `RouteServiceError` (`BadInput` for a file, `NoDevice`, `Unreachable`, `Failed`).
+    public func cast(_ files: [File], to device: String, options: CastOptions = CastOptions()) async throws -> RemoteSession {
+        let directory = FileManager.default.currentDirectoryPath
+        let paths = files.compactMap { file -> String? in
+            guard case .path(let path) = file else { return nil }
+            return path.hasPrefix("/") ? path : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory)).standardizedFileURL.path
+        }
+        let descriptors = files.compactMap { file -> DBusValue? in
+            guard case .descriptor(let descriptor) = file else { return nil }
+            return .fileDescriptor(DBusDescriptor(sending: descriptor))
+        }
+        let reply = try await manager("Cast", [.string(device), .strings(paths), .array(elementType: "h", descriptors),
+                                               .dictionary(options.dictionary)], timeout: .seconds(60))
+        guard case .objectPath(let path)? = reply.first else {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the service answered the cast without a session")
+        }
+        return RemoteSession(bus: bus, path: path)
+    }
+
+    /// The sessions the service plays now.
+    public func sessions() async throws -> [RemoteSession] {
+        let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",
+                                   method: "Get", [.string(RouteServiceAPI.managerInterface), .string("Sessions")])
+        return (reply.first?.unwrapped.elements ?? []).compactMap {
+            guard case .objectPath(let path) = $0 else { return nil }
+            return RemoteSession(bus: bus, path: path)
+        }
+    }
+
+    private func manager(_ method: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) async throws -> [DBusValue] {
+        try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
+                       method: method, arguments, timeout: timeout)
+    }
+
+    private func call(_ destination: String, path: String, interface: String, method: String, _ arguments: [DBusValue] = [],
+                      timeout: Duration = .seconds(25)) async throws -> [DBusValue] {
+        do {
+            return try await bus.call(destination, path: path, interface: interface, method: method, arguments, timeout: timeout)
+        } catch let error as DBusError {
+            throw RouteServiceError(error)
+        }
+    }
+
+    private static func devices(from value: DBusValue?) throws -> [MediaDevice] {
+        try (value?.elements ?? []).map { try DBusCoding.decode(MediaDevice.self, from: $0) }
+    }
+}
+
+/// A session the service plays: its statuses and its controls.
+public final class RemoteSession: Sendable {
+    private let bus: DBusConnection
+    /// The session's object path.
+    public let path: String
+
+    init(bus: DBusConnection, path: String) {
+        self.bus = bus
+        self.path = path
+    }
+
+    /// How a session ended: why (`finished`, `stopped`, `failed`, `client-left`, `service-stopped`) and, for a
+    /// failure, its D-Bus error name and the line route would print.
+    public struct End: Sendable, Equatable {
+        public var reason: String
+        public var error: String
+        public var message: String
+        /// The failure as an error; nil when the session did not fail.
+        public var failure: RouteServiceError? { reason == "failed" ? RouteServiceError(name: error, message) : nil }
+    }
+
+    /// What a session's stream of events carries: a status, or its end (the last element).
+    public enum Event: Sendable {
+        case status(CastStatus)
+        case ended(End)
+    }
+
+    /// The session's status now, then every change, then its end; the stream finishes after `.ended` (or at once,
+    /// with `.ended(service-stopped)`, when the session is gone or the service leaves the bus).
+    public func events() -> AsyncStream<Event> {
+        let changes = bus.signals(sender: nil, path: path)
+        let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                 arg0: RouteServiceAPI.busName)
+        return AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        // The name's owner gone (a new owner is another service, which does not know this session).
+                        for await signal in owners where signal.arguments.count == 3 && signal.arguments[1] != .string("") {
+                            continuation.yield(.ended(End(reason: "service-stopped", error: "", message: "the route service stopped")))
+                            continuation.finish()
+                        }
+                    }
+                    group.addTask {
+                        if let status = try? await self.status() { continuation.yield(.status(status)) } else {
+                            continuation.yield(.ended(End(reason: "service-stopped", error: "", message: "the session has ended")))
+                            continuation.finish()
+                            return
+                        }
+                        for await signal in changes {
+                            if signal.name == "Ended" {
+                                let words = signal.arguments.map { if case .string(let text) = $0 { return text }; return "" }
+                                continuation.yield(.ended(End(reason: words.first ?? "", error: words.count > 1 ? words[1] : "",
+                                                             message: words.count > 2 ? words[2] : "")))
+                                continuation.finish()
+                                return
+                            }
+                            guard signal.name == "PropertiesChanged", signal.arguments.count > 1,
+                                  case .dictionary(let changed) = signal.arguments[1], let value = changed["Status"],
+                                  let status = try? DBusCoding.decode(CastStatus.self, from: value) else { continue }
+                            continuation.yield(.status(status))
+                        }
+                    }
+                    await group.next()
+                    group.cancelAll()
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// The session's status now.
+    public func status() async throws -> CastStatus {
+        let reply = try await call("org.freedesktop.DBus.Properties", "Get",
+                                   [.string(RouteServiceAPI.sessionInterface), .string("Status")])
+        guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "no status") }
+        return try DBusCoding.decode(CastStatus.self, from: value.unwrapped)
+    }
+
+    public func play() async throws { _ = try await session("Play") }
+    public func pause() async throws { _ = try await session("Pause") }
+    public func togglePause() async throws { _ = try await session("TogglePause") }
+    /// Stops the device and ends the session.
+    public func stop() async throws { _ = try await session("Stop") }
+    public func next() async throws { _ = try await session("Next") }
+    /// Seeks to `position` seconds.
+    public func seek(to position: Double) async throws { _ = try await session("Seek", [.double(position)]) }
+    /// Seeks by `offset` seconds (negative: back).
+    public func seek(by offset: Double) async throws { _ = try await session("SeekBy", [.double(offset)]) }
+    /// Sets the volume (0…1).
+    public func setVolume(_ level: Double) async throws { _ = try await session("SetVolume", [.double(level)]) }
+    public func changeVolume(by step: Double) async throws { _ = try await session("ChangeVolume", [.double(step)]) }
+    public func setMuted(_ muted: Bool) async throws { _ = try await session("SetMuted", [.boolean(muted)]) }
+    public func toggleMute() async throws { _ = try await session("ToggleMute") }
+    /// Leaves the session to the service: it no longer ends when this process leaves the bus.
+    public func detach() async throws { _ = try await session("Detach") }
+
+    private func session(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await call(RouteServiceAPI.sessionInterface, method, arguments)
+    }
+
+    private func call(_ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+        do {
+            return try await bus.call(RouteServiceAPI.busName, path: path, interface: interface, method: method, arguments)
+        } catch let error as DBusError {
+            throw RouteServiceError(error)
+        }
+    }
+}
+
+/// Starts the service in the background when the bus cannot (route not installed): a process of its own, in a
+/// session of its own, its output in the runtime directory's `service.log`.
+enum ServiceLauncher {
+    static func launch(_ executable: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["service", "--background"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "cannot start `\(executable) service`: \(error.localizedDescription)")
+        }
+    }
+}

@@ -1,0 +1,216 @@
+// ServiceAPI: the names of route's D-Bus API (bus name, objects, interfaces, error names) and how route's values
+// travel in it: each as the a{sv} dictionary of its JSON (a device is what `route devices --json` prints).
+
+import Foundation
+import RouteCore
+import RouteGIO
+
+/// The names the route service and its clients agree on (Documentation/DBUS-API.md describes every one).
+public enum RouteServiceAPI {
+    /// The service's well-known name on the session bus.
+    public static let busName = "io.github.route.Route1"
+    /// The manager object: devices, casts, sessions.
+    public static let managerPath = "/io/github/route/Route1"
+    /// The manager's interface.
+    public static let managerInterface = "io.github.route.Route1.Manager"
+    /// Each session's interface (objects under `sessionPathPrefix`).
+    public static let sessionInterface = "io.github.route.Route1.Session"
+    /// Sessions are `…/session/N`.
+    public static let sessionPathPrefix = "/io/github/route/Route1/session/"
+    /// The version of the interfaces (the manager's `Version` property); a change that breaks a client makes `Route2`.
+    public static let version: UInt32 = 1
+
+    /// The D-Bus error names the service answers with, besides org.freedesktop.DBus.Error.InvalidArgs for a call that
+    /// is malformed. New names may be added; a client treats one it does not know as `failed`.
+    public enum ErrorName {
+        /// No device matches the name, several do, or nothing plays there (exit code 4).
+        public static let noDevice = "io.github.route.Route1.Error.NoDevice"
+        /// The device cannot be reached (exit code 5).
+        public static let unreachable = "io.github.route.Route1.Error.Unreachable"
+        /// A file is missing, unreadable, empty, not a regular file, or not media (exit code 3).
+        public static let badInput = "io.github.route.Route1.Error.BadInput"
+        /// The session has ended (or never was).
+        public static let unknownSession = "io.github.route.Route1.Error.UnknownSession"
+        /// The device refused, playback failed, or anything else (exit code 1).
+        public static let failed = "io.github.route.Route1.Error.Failed"
+    }
+}
+
+/// An error the service answered with: its D-Bus name and its message (the words route would have printed).
+public struct RouteServiceError: Error, CustomStringConvertible, Sendable {
+    /// The D-Bus error name (`RouteServiceAPI.ErrorName`, or org.freedesktop.DBus.Error.* from the bus).
+    public var name: String
+    /// One line that says what went wrong.
+    public var message: String
+
+    /// An error of `name`.
+    public init(name: String, _ message: String) {
+        self.name = name
+        self.message = message
+    }
+
+    /// A D-Bus error as the service's error (a missing or dead service is said in words).
+    init(_ error: DBusError) {
+        switch error.name {
+        case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
+            self.init(name: error.name, "the route service is not running and could not be started: \(error.message)")
+        case "org.freedesktop.DBus.Error.NoReply":
+            self.init(name: error.name, "the route service did not answer in time (it may have stopped): \(error.message)")
+        default:
+            self.init(name: error.name, error.message)
+        }
+    }
+
+    public var description: String { message }
+}
+
+/// Route's values as D-Bus values and back: a value goes as the D-Bus form of its JSON — objects as a{sv}, arrays of
+/// strings as `as`, arrays of objects as aa{sv}, integers as `x`, other numbers as `d`, no entry for null.
+public enum DBusCoding {
+    /// `value` as a D-Bus value.
+    public static func encode<T: Encodable>(_ value: T) throws -> DBusValue {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        return dbus(try JSONDecoder().decode(JSONValue.self, from: try encoder.encode(value)))
+    }
+
+    /// A value of `type` from what `encode` made (a variant is unwrapped).
+    /// - Throws: `DecodingError` when the value does not hold one.
+    public static func decode<T: Decodable>(_ type: T.Type, from value: DBusValue) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return try decoder.decode(type, from: try JSONEncoder().encode(json(value)))
+    }
+
+    private static func dbus(_ value: JSONValue) -> DBusValue {
+        switch value {
+        case .null: return .strings([])
+        case .bool(let flag): return .boolean(flag)
+        case .integer(let number): return .int64(number)
+        case .number(let number): return .double(number)
+        case .string(let text): return .string(text)
+        case .object(let entries):
+            return .dictionary(entries.compactMapValues { $0 == .null ? nil : dbus($0) })
+        case .array(let elements):
+            if elements.allSatisfy({ if case .string = $0 { return true }; return false }) {
+                return .strings(elements.compactMap { if case .string(let text) = $0 { return text }; return nil })
+            }
+            if elements.allSatisfy({ if case .object = $0 { return true }; return false }) {
+                return .array(elementType: "a{sv}", elements.map(dbus))
+            }
+            return .array(elementType: "v", elements.map { .variant(dbus($0)) })
+        }
+    }
+
+    private static func json(_ value: DBusValue) -> JSONValue {
+        switch value {
+        case .string(let text), .objectPath(let text): return .string(text)
+        case .boolean(let flag): return .bool(flag)
+        case .int32(let number): return .integer(Int64(number))
+        case .int64(let number): return .integer(number)
+        case .uint32(let number): return .integer(Int64(number))
+        case .double(let number): return .number(number)
+        case .strings(let list): return .array(list.map { .string($0) })
+        case .dictionary(let entries): return .object(entries.mapValues(json))
+        case .array(_, let elements): return .array(elements.map(json))
+        case .fileDescriptor: return .null
+        case .variant(let inner): return json(inner)
+        }
+    }
+}
+
+/// A JSON document's value, read exactly (a boolean is not a number).
+private enum JSONValue: Codable, Equatable {
+    case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
+        else if let number = try? container.decode(Int64.self) { self = .integer(number) }
+        else if let number = try? container.decode(Double.self) { self = .number(number) }
+        else if let text = try? container.decode(String.self) { self = .string(text) }
+        else if let list = try? container.decode([JSONValue].self) { self = .array(list) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let flag): try container.encode(flag)
+        case .integer(let number): try container.encode(number)
+        case .number(let number): try container.encode(number)
+        case .string(let text): try container.encode(text)
+        case .array(let list): try container.encode(list)
+        case .object(let entries): try container.encode(entries)
+        }
+    }
+}
+
+extension RouteServiceAPI {
+    /// The introspection of the manager and of a session: the contract, exported by the service as it is written here.
+    public static let managerIntrospection = """
+    <node>
+      <interface name="io.github.route.Route1.Manager">
+        <method name="GetDevices"><arg name="devices" type="aa{sv}" direction="out"/></method>
+        <method name="WatchDevices">
+          <arg name="devices" type="aa{sv}" direction="out"/><arg name="listening" type="d" direction="out"/>
+        </method>
+        <method name="UnwatchDevices"/>
+        <method name="FindDevice">
+          <arg name="query" type="s" direction="in"/><arg name="timeout" type="d" direction="in"/>
+          <arg name="device" type="a{sv}" direction="out"/>
+        </method>
+        <method name="Cast">
+          <arg name="device" type="s" direction="in"/><arg name="paths" type="as" direction="in"/>
+          <arg name="descriptors" type="ah" direction="in"/><arg name="options" type="a{sv}" direction="in"/>
+          <arg name="session" type="o" direction="out"/>
+        </method>
+        <signal name="DeviceFound"><arg name="device" type="a{sv}"/></signal>
+        <signal name="DeviceChanged"><arg name="device" type="a{sv}"/></signal>
+        <signal name="DeviceLost"><arg name="id" type="s"/></signal>
+        <property name="Version" type="u" access="read"/>
+        <property name="Devices" type="aa{sv}" access="read"/>
+        <property name="Sessions" type="ao" access="read"/>
+        <property name="Listening" type="d" access="read"/>
+      </interface>
+    </node>
+    """
+
+    /// The introspection of a session object.
+    public static let sessionIntrospection = """
+    <node>
+      <interface name="io.github.route.Route1.Session">
+        <method name="Play"/>
+        <method name="Pause"/>
+        <method name="TogglePause"/>
+        <method name="Stop"/>
+        <method name="Next"/>
+        <method name="Seek"><arg name="position" type="d" direction="in"/></method>
+        <method name="SeekBy"><arg name="offset" type="d" direction="in"/></method>
+        <method name="SetVolume"><arg name="level" type="d" direction="in"/></method>
+        <method name="ChangeVolume"><arg name="step" type="d" direction="in"/></method>
+        <method name="SetMuted"><arg name="muted" type="b" direction="in"/></method>
+        <method name="ToggleMute"/>
+        <method name="Detach"/>
+        <signal name="Ended"><arg name="reason" type="s"/><arg name="error" type="s"/><arg name="message" type="s"/></signal>
+        <property name="Status" type="a{sv}" access="read"/>
+        <property name="State" type="s" access="read"/>
+        <property name="Position" type="d" access="read"/>
+        <property name="PositionTime" type="d" access="read"/>
+        <property name="Rate" type="d" access="read"/>
+        <property name="Duration" type="d" access="read"/>
+        <property name="Item" type="s" access="read"/>
+        <property name="QueueIndex" type="u" access="read"/>
+        <property name="QueueLength" type="u" access="read"/>
+        <property name="Device" type="a{sv}" access="read"/>
+        <property name="Volume" type="d" access="read"/>
+        <property name="Muted" type="b" access="read"/>
+        <property name="AllowedCommands" type="as" access="read"/>
+        <property name="EndsWithClient" type="b" access="read"/>
+        <property name="MprisName" type="s" access="read"/>
+      </interface>
+    </node>
+    """
+}

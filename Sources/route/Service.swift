@@ -1,0 +1,283 @@
+// `route service`: the per-user route service on the session bus — one router that listens all the time, the
+// manager object apps ask for devices and casts, and the sessions it plays (Documentation/DBUS-API.md).
+
+import Foundation
+import MediaRouting
+import RouteClient
+import RouteCore
+import RouteGIO
+import RouteMedia
+import Synchronization
+
+/// The service: owns `io.github.route.Route1`, exports the manager, runs discovery and the sessions.
+final class RouteService: Sendable {
+    let bus: DBusConnection
+    let router: MediaRouter
+    let providers: [any RouteProvider]
+    private struct State {
+        var devices: [MediaDevice] = []
+        var sessions: [String: ServiceSession] = [:]
+        var nextSession = 1
+        /// Clients that want the device list, by unique name, and how many streams each reads.
+        var watchers: [String: Int] = [:]
+    }
+    private let state = Mutex(State())
+    private let started = ContinuousClock.now
+    private let newSessions = AsyncStream<ServiceSession>.makeStream()
+
+    init(bus: DBusConnection, router: MediaRouter, providers: [any RouteProvider]) {
+        self.bus = bus
+        self.router = router
+        self.providers = providers
+    }
+
+    /// Serves until `shutDown()` or the bus goes away; then ends every session (their devices stop, each within its
+    /// stop deadline) and returns.
+    /// - Throws: `SetupError` when another service has the name.
+    func run() async throws {
+        let registration = try bus.export(path: RouteServiceAPI.managerPath, introspectionXML: RouteServiceAPI.managerIntrospection,
+                                          handler: ManagerObject(service: self))
+        defer { registration.end() }
+        do { try bus.requestName(RouteServiceAPI.busName) } catch {
+            throw SetupError(description: "another route service already runs on this session bus (\(RouteServiceAPI.busName) is taken)")
+        }
+        defer { bus.releaseName(RouteServiceAPI.busName) }
+        let sessions = newSessions.stream
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.router.run() }
+            group.addTask { await self.followDevices() }
+            group.addTask { await self.followClients() }
+            group.addTask {
+                while !Task.isCancelled, !self.bus.isClosed { try? await Task.sleep(for: .seconds(1)) }
+                self.shutDown()
+            }
+            // Sessions are not cancelled: each ends by stopping its device.
+            await withDiscardingTaskGroup { running in
+                for await session in sessions { running.addTask { await self.play(session) } }
+                for session in state.withLock({ Array($0.sessions.values) }) { session.end(.serviceStopped) }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Ends the service: no new sessions, every session ends, `run()` returns.
+    func shutDown() { newSessions.continuation.finish() }
+
+    // MARK: Devices
+
+    private func followDevices() async {
+        for await list in router.deviceUpdates() {
+            let previous = state.withLock { state in
+                defer { state.devices = list }
+                return Dictionary(state.devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            }
+            let now = Set(list.map(\.id))
+            for device in list where previous[device.id] != device {
+                guard let value = try? DBusCoding.encode(device) else { continue }
+                emit(previous[device.id] == nil ? "DeviceFound" : "DeviceChanged", [value])
+            }
+            for id in previous.keys where !now.contains(id) { emit("DeviceLost", [.string(id)]) }
+            bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
+                                      changed: ["Devices": devicesValue(list)])
+        }
+    }
+
+    private func devicesValue(_ devices: [MediaDevice]) -> DBusValue {
+        .array(elementType: "a{sv}", devices.compactMap { try? DBusCoding.encode($0) })
+    }
+
+    /// Seconds since discovery started.
+    private var listening: Double { (ContinuousClock.now - started) / .seconds(1) }
+
+    /// Ends what belongs to clients that leave the bus: their device-list leases and the sessions that end with them.
+    private func followClients() async {
+        let changes = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged")
+        for await change in changes {
+            guard change.arguments.count == 3, case .string(let name) = change.arguments[0], name.hasPrefix(":"),
+                  change.arguments[2] == .string("") else { continue }
+            let owned = state.withLock { state in
+                state.watchers[name] = nil
+                return state.sessions.values.filter { $0.owner == name }
+            }
+            for session in owned { session.end(.clientLeft) }
+        }
+    }
+
+    // MARK: Calls
+
+    /// Answers a call to the manager.
+    func handle(_ method: String, _ arguments: [DBusValue], sender: String) async throws -> [DBusValue] {
+        switch method {
+        case "GetDevices":
+            return [devicesValue(router.devices)]
+        case "WatchDevices":
+            state.withLock { $0.watchers[sender, default: 0] += 1 }
+            return [devicesValue(router.devices), .double(listening)]
+        case "UnwatchDevices":
+            state.withLock { state in
+                if let count = state.watchers[sender] { state.watchers[sender] = count > 1 ? count - 1 : nil }
+            }
+            return []
+        case "FindDevice":
+            guard arguments.count == 2, case .string(let query) = arguments[0], case .double(let timeout) = arguments[1] else { throw invalid(method) }
+            return [try DBusCoding.encode(try await find(query, timeout: timeout))]
+        case "Cast":
+            return [.objectPath(try await cast(arguments, sender: sender))]
+        default:
+            throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
+        }
+    }
+
+    /// A property of the manager.
+    func property(_ name: String) -> DBusValue? {
+        switch name {
+        case "Version": return .uint32(RouteServiceAPI.version)
+        case "Devices": return devicesValue(router.devices)
+        case "Sessions": return .array(elementType: "o", state.withLock { $0.sessions.keys.sorted() }.map { .objectPath($0) })
+        case "Listening": return .double(listening)
+        default: return nil
+        }
+    }
+
+    private func find(_ query: String, timeout: Double) async throws -> MediaDevice {
+        guard timeout.isFinite, (0...600).contains(timeout) else { throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                                                                   "the timeout is seconds from 0 to 600, not \(timeout)") }
+        guard !query.isEmpty else { throw RouteError.unknownDevice(query: "", candidates: router.devices.map(\.name)) }
+        return try await DeviceChoice.find(query, router: router, providers: providers, timeout: timeout)
+    }
+
+    /// The most files one cast takes.
+    static let maxFiles = 10_000
+
+    /// Checks a cast's files and finds its device, then starts its session; returns the session's path.
+    private func cast(_ arguments: [DBusValue], sender: String) async throws -> String {
+        guard arguments.count == 4, case .string(let query) = arguments[0], case .strings(let paths) = arguments[1],
+              case .dictionary(let options) = arguments[3] else { throw invalid("Cast") }
+        let descriptors = arguments[2].elements.compactMap { value -> DBusDescriptor? in
+            if case .fileDescriptor(let descriptor) = value { return descriptor }
+            return nil
+        }
+        let count = paths.count + descriptors.count
+        guard count > 0 else { throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: no files were given") }
+        guard count <= Self.maxFiles else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(count) files; one cast takes at most \(Self.maxFiles)")
+        }
+        if let relative = paths.first(where: { !$0.hasPrefix("/") }) {
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \"\(relative)\" is not an absolute path")
+        }
+        for path in paths { _ = try MediaError.checkReadableFile(path) }
+        var names = paths.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
+        for (number, descriptor) in descriptors.enumerated() {
+            names.append(try Self.check(descriptor, number: number + 1))
+        }
+        let settings = try Self.settings(options)
+        let probes = ProbeAhead(paths: paths + descriptors.map { "/proc/self/fd/\($0.descriptor)" }, titles: names)
+        _ = try await probes.info(0)
+        let device = try await find(query, timeout: 3)
+        let endsWithClient: Bool
+        if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
+        let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
+        let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings,
+                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, bus: bus)
+        state.withLock { $0.sessions[session.path] = session }
+        newSessions.continuation.yield(session)
+        sessionsChanged()
+        return session.path
+    }
+
+    /// The descriptor's file, when it is one route can play; its name for titles.
+    private static func check(_ descriptor: DBusDescriptor, number: Int) throws -> String {
+        var info = stat()
+        let which = "descriptor \(number)"
+        guard fstat(descriptor.descriptor, &info) == 0 else { throw MediaError.unreadable(which) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw MediaError.directory(which)
+        case S_IFIFO: throw MediaError.notAFile(which, kind: "a pipe")
+        case S_IFSOCK: throw MediaError.notAFile(which, kind: "a socket")
+        default: throw MediaError.notAFile(which, kind: "not a regular file")
+        }
+        guard fcntl(descriptor.descriptor, F_GETFL) & O_ACCMODE != O_WRONLY else { throw MediaError.unreadable("\(which) (open for writing only)") }
+        if info.st_size == 0 { throw MediaError.emptyFile(which) }
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor.descriptor)")) ?? which
+        return URL(fileURLWithPath: target).deletingPathExtension().lastPathComponent
+    }
+
+    /// A cast's options: via, subtitles ("" for none), imageDuration and startTimeout (seconds).
+    private static func settings(_ options: [String: DBusValue]) throws -> CastSettings {
+        var settings = CastSettings()
+        for (key, value) in options {
+            switch (key, value.unwrapped) {
+            case ("via", .string(let via)): settings.via = via.lowercased()
+            case ("subtitles", .string(let path)):
+                guard path.isEmpty || FileManager.default.isReadableFile(atPath: path) else { throw MediaError.unreadable(path) }
+                settings.subtitles = path.isEmpty ? .off : .file(path)
+            case ("imageDuration", .double(let seconds)) where seconds > 0 && seconds <= 3600:
+                settings.imageDuration = .milliseconds(Int(seconds * 1000))
+            case ("startTimeout", .double(let seconds)) where seconds >= 1 && seconds <= 3600:
+                settings.startTimeout = .milliseconds(Int(seconds * 1000))
+            case ("endsWithClient", .boolean): break
+            default:
+                throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                                "Cast: the option \(key) takes \(["via": "a protocol name", "subtitles": "a path or \"\"", "endsWithClient": "a boolean"][key] ?? (["imageDuration", "startTimeout"].contains(key) ? "seconds (a double) from 1 to 3600" : "nothing: there is no such option"))")
+            }
+        }
+        return settings
+    }
+
+    private func invalid(_ method: String) -> DBusError {
+        DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method): wrong arguments")
+    }
+
+    // MARK: Sessions
+
+    private func play(_ session: ServiceSession) async {
+        await session.run()
+        state.withLock { $0.sessions[session.path] = nil }
+        sessionsChanged()
+    }
+
+    private func sessionsChanged() {
+        bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
+                                  changed: ["Sessions": property("Sessions")!])
+    }
+
+    private func emit(_ signal: String, _ arguments: [DBusValue]) {
+        bus.emit(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, signal: signal, arguments: arguments)
+    }
+}
+
+/// The manager object's calls, answered by the service (each in a task of its own: the D-Bus thread never waits).
+private struct ManagerObject: DBusObjectHandler {
+    let service: RouteService
+
+    func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
+        Task {
+            do { reply(.success(try await service.handle(method, arguments, sender: reply.sender))) } catch {
+                reply(.failure(ServiceErrors.dbus(error)))
+            }
+        }
+    }
+
+    func property(interface: String, name: String) -> DBusValue? { service.property(name) }
+
+    func setProperty(interface: String, name: String, value: DBusValue) throws {
+        throw DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
+    }
+}
+
+/// Errors as the service answers them: a D-Bus error name for each kind of exit code route has, and route's words.
+enum ServiceErrors {
+    static func dbus(_ error: any Error) -> DBusError {
+        if let error = error as? DBusError { return error }
+        let name: String
+        switch ExitCode(for: error) {
+        case .noDevice: name = RouteServiceAPI.ErrorName.noDevice
+        case .unreachable: name = RouteServiceAPI.ErrorName.unreachable
+        case .badInput: name = RouteServiceAPI.ErrorName.badInput
+        case .usage: name = "org.freedesktop.DBus.Error.InvalidArgs"
+        default: name = RouteServiceAPI.ErrorName.failed
+        }
+        return DBusError(name: name, "\(error)")
+    }
+}

@@ -1,0 +1,172 @@
+// ServiceSession: one cast the service plays — its object on the bus (methods, properties, the Ended signal), its
+// MPRIS player, and the control socket that `route pause --to DEVICE` reaches, for as long as it plays.
+
+import Foundation
+import MediaRouting
+import RouteClient
+import RouteCore
+import RouteGIO
+import RouteMedia
+import Synchronization
+
+/// A session of the service.
+final class ServiceSession: Sendable, DBusObjectHandler {
+    /// Why a session ends, as the Ended signal says it.
+    enum Reason: String {
+        case finished, stopped, failed
+        case clientLeft = "client-left"
+        case serviceStopped = "service-stopped"
+    }
+
+    /// The session's object path.
+    let path: String
+    let device: MediaDevice
+    private let cast: QueuedCast
+    private let bus: DBusConnection
+    private let number: Int
+    /// The descriptors of the files a client sent: open as long as the session plays them.
+    private let descriptors: [DBusDescriptor]
+    private struct State {
+        /// The client whose leaving ends the session (nil: it belongs to the service).
+        var owner: String?
+        var latest: CastStatus?
+        /// Why the session was asked to end, when it was.
+        var ending: Reason?
+    }
+    private let state: Mutex<State>
+    /// What the session says before the device has reported: loading its first item.
+    private let initial: CastStatus
+
+    /// A session of `probes` on `device`; nothing plays until `run()`.
+    init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings,
+         descriptors: [DBusDescriptor], owner: String?, bus: DBusConnection) throws {
+        path = RouteServiceAPI.sessionPathPrefix + String(number)
+        self.number = number
+        self.device = device
+        self.bus = bus
+        self.descriptors = descriptors
+        state = Mutex(State(owner: owner))
+        initial = CastStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
+                             playback: PlaybackStatus(state: .loading))
+        let name = device.name
+        cast = try QueuedCast(probes, on: device, router: router, settings: settings) { printError("route service: \(name): \($0)") }
+    }
+
+    /// The client whose leaving ends the session, if any.
+    var owner: String? { state.withLock { $0.owner } }
+
+    /// Plays the queue with its object, player and control socket; returns when it has ended and said so.
+    func run() async {
+        let session = cast.session
+        defer { cast.preparer.close() }
+        let registration: DBusRegistration
+        do {
+            registration = try bus.export(path: path, introspectionXML: RouteServiceAPI.sessionIntrospection, handler: self)
+        } catch {
+            printError("route service: cannot publish \(path): \(error)")
+            try? await session.stop()
+            return
+        }
+        defer { registration.end() }
+        var failure: (any Error)?
+        await withDiscardingTaskGroup { group in
+            if let control = try? SessionControlServer(device: device, handler: { await Control.handle($0, session: session) }) {
+                group.addTask { await control.run() }
+            }
+            let probes = cast.probes, id = "service_\(getpid())_\(number)"
+            group.addTask { await CastPublication.run(session, probes: probes, id: id) { _ in } }
+            group.addTask {
+                for await status in session.statusUpdates() {
+                    self.state.withLock { $0.latest = status }
+                    self.bus.emitPropertiesChanged(path: self.path, interface: RouteServiceAPI.sessionInterface,
+                                                   changed: self.properties(of: status))
+                }
+            }
+            do { try await session.run() } catch { failure = error }
+            group.cancelAll()
+        }
+        let reason = failure == nil ? state.withLock { $0.ending } ?? .finished : .failed
+        let error = failure.map { ServiceErrors.dbus($0) }
+        bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Ended",
+                 arguments: [.string(reason.rawValue), .string(error?.name ?? ""), .string(error?.message ?? "")])
+    }
+
+    /// Ends the session for `reason`: its device stops.
+    func end(_ reason: Reason) {
+        state.withLock { if $0.ending == nil { $0.ending = reason } }
+        let session = cast.session
+        Task { try? await session.stop() }
+    }
+
+    // MARK: The object
+
+    func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
+        let session = cast.session
+        let number = arguments.first.flatMap { if case .double(let value) = $0 { return value }; return nil }
+        let flag = arguments.first.flatMap { if case .boolean(let value) = $0 { return value }; return nil }
+        Task {
+            do {
+                switch method {
+                case "Play": try await session.play()
+                case "Pause": try await session.pause()
+                case "TogglePause": try await session.togglePause()
+                case "Stop":
+                    state.withLock { if $0.ending == nil { $0.ending = .stopped } }
+                    try await session.stop()
+                case "Next": try await session.next()
+                case "Seek": try await session.seek(.absolute(try Self.finite(number, "Seek", 0...1e7)))
+                case "SeekBy": try await session.seek(.relative(try Self.finite(number, "SeekBy", -1e7...1e7)))
+                case "SetVolume": try await session.setVolume(try Self.finite(number, "SetVolume", 0...1))
+                case "ChangeVolume": try await session.changeVolume(by: try Self.finite(number, "ChangeVolume", -1...1))
+                case "SetMuted": try await session.setMuted(flag ?? false)
+                case "ToggleMute": try await session.toggleMute()
+                case "Detach": state.withLock { $0.owner = nil }
+                default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
+                }
+                reply(.success([]))
+            } catch {
+                reply(.failure(ServiceErrors.dbus(error)))
+            }
+        }
+    }
+
+    /// `value` when it is a number in `range`, else an InvalidArgs error that says which.
+    private static func finite(_ value: Double?, _ method: String, _ range: ClosedRange<Double>) throws -> Double {
+        guard let value, value.isFinite, range.contains(value) else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
+                            "\(method) takes a number from \(range.lowerBound) to \(range.upperBound), not \(value.map { "\($0)" } ?? "that")")
+        }
+        return value
+    }
+
+    func property(interface: String, name: String) -> DBusValue? {
+        let (latest, owner) = state.withLock { ($0.latest, $0.owner) }
+        if name == "EndsWithClient" { return .boolean(owner != nil) }
+        if name == "MprisName" { return .string("org.mpris.MediaPlayer2.route.service_\(getpid())_\(number)") }
+        return properties(of: latest ?? initial)[name]
+    }
+
+    func setProperty(interface: String, name: String, value: DBusValue) throws {
+        throw DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
+    }
+
+    /// The properties a status gives (all but EndsWithClient and MprisName).
+    private func properties(of status: CastStatus) -> [String: DBusValue] {
+        let playback = status.playback
+        var allowed: [String] = ["stop"]
+        if playback.allowed.contains(.pause) { allowed += ["play", "pause"] }
+        if playback.allowed.contains(.seek) { allowed.append("seek") }
+        if playback.allowed.contains(.volume) { allowed += ["volume", "mute"] }
+        if status.index + 1 < status.count { allowed.append("next") }
+        var values: [String: DBusValue] = [
+            "State": .string(playback.state.rawValue), "Position": .double(playback.position),
+            "PositionTime": .double(playback.timestamp.timeIntervalSince1970), "Rate": .double(playback.rate),
+            "Duration": .double(playback.duration ?? -1), "Item": .string(status.title),
+            "QueueIndex": .uint32(UInt32(clamping: status.index)), "QueueLength": .uint32(UInt32(clamping: status.count)),
+            "Volume": .double(playback.volume ?? -1), "Muted": .boolean(playback.muted ?? false), "AllowedCommands": .strings(allowed),
+        ]
+        if let value = try? DBusCoding.encode(status) { values["Status"] = value }
+        if let value = try? DBusCoding.encode(status.device) { values["Device"] = value }
+        return values
+    }
+}

@@ -1,0 +1,203 @@
+// ServiceLabTests: the route service on a private session bus — warm device lists, casts it keeps after its client
+// leaves, sessions that several clients control, malformed calls, an app in Python, a killed service, and the same
+// output in-process and through the service. The renderer's own SOAP answers are the truth.
+
+import Foundation
+import RouteTestSupport
+import Testing
+
+extension LabTests {
+    @Suite struct ServiceLabTests {
+        /// Clients reach the service: no providers of their own (the sandbox's default, local, keeps commands in-process).
+        private let client = ["ROUTE_PROVIDERS": ""]
+
+        private func tone(_ sandbox: Sandbox, seconds: Int) throws -> String {
+            let path = sandbox.root + "/tone.wav"
+            try gstLaunch("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
+            return path
+        }
+
+        /// `gdbus call` on the bus to the service: its exit status and output.
+        private func gdbus(_ bus: PrivateSessionBus, _ path: String, _ method: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+            try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", path, "--method", method] + arguments)
+        }
+
+        private static let manager = "/io/github/route/Route1"
+
+        /// Starts `route service --providers upnp` on the bus and waits until it lists the renderer and has listened 3 s.
+        private func startService(_ sandbox: Sandbox, _ bus: PrivateSessionBus) async throws -> RouteProcess {
+            let service = try sandbox.start(["service", "--providers", "upnp"], environment: bus.environment)
+            try await Lab.until("the service lists the renderer and has listened 3 s", within: 12) {
+                let devices = try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Devices"])
+                let listening = try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Listening"])
+                let seconds = Double(listening.text.filter { "0123456789.".contains($0) }) ?? 0
+                return devices.text.contains("Lab Renderer") && seconds > 3.1
+            }
+            return service
+        }
+
+        @Test func aWarmServiceAnswersAtOnceAndKeepsADetachedCastThatOtherClientsControl() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 40)
+                    let service = try await startService(sandbox, bus)
+                    let environment = bus.environment.merging(client) { $1 }
+
+                    // Warm: the whole list without discovering again (the client's deadline, not a measurement).
+                    let listed = try await sandbox.run(["devices", "--json"], environment: environment, timeout: 2)
+                    #expect(listed.status == 0 && listed.stdout.contains("\"Lab Renderer\""), "\(listed)")
+                    let inProcess = try await sandbox.run(["devices", "--json", "--providers", "upnp"], environment: bus.environment)
+                    #expect(inProcess.stdout == listed.stdout, "in-process and service lists differ:\n\(inProcess.stdout)\n---\n\(listed.stdout)")
+
+                    // Detached: the client returns once the renderer plays, and the service plays on without it.
+                    let cast = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--detach"], environment: environment)
+                    #expect(cast.status == 0 && cast.stderr.contains("the route service goes on with it"), "\(cast)")
+                    #expect(try Lab.transportState() == "PLAYING")
+                    try await Lab.until("the renderer plays on after the client left", within: 3) { try Lab.position() >= 2 }
+
+                    // The session's player on the desktop is the service's.
+                    let player = try await bus.waitForPlayer(within: 5)
+                    #expect(player == "route.service_\(service.process.processIdentifier)_1", "\(player)")
+
+                    // Two clients control one session: the CLI over its control socket, an app over D-Bus.
+                    let paused = try await sandbox.run(["pause", "--to", Lab.rendererName], environment: environment)
+                    #expect(paused.status == 0, "\(paused)")
+                    try await Lab.until("the renderer is paused by route pause", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }
+                    let session = "/io/github/route/Route1/session/1"
+                    #expect(try gdbus(bus, session, "io.github.route.Route1.Session.Play", []).status == 0)
+                    try await Lab.until("the renderer plays again by D-Bus", within: 3) { try Lab.transportState() == "PLAYING" }
+                    let state = try gdbus(bus, session, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Session", "State"])
+                    #expect(state.text.contains("'playing'"), "\(state)")
+
+                    // Malformed calls: named errors, nothing else disturbed.
+                    let wrongTypes = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["42", "[]", "[]", "{}"])
+                    #expect(wrongTypes.status != 0 && wrongTypes.text.contains("InvalidArgs"), "\(wrongTypes)")
+                    let loud = try gdbus(bus, session, "io.github.route.Route1.Session.SetVolume", ["5.0"])
+                    #expect(loud.text.contains("InvalidArgs") && loud.text.contains("SetVolume takes a number from 0.0 to 1.0"), "\(loud)")
+                    let missing = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['/nowhere.wav']", "@ah []", "{}"])
+                    #expect(missing.text.contains("io.github.route.Route1.Error.BadInput") && missing.text.contains("/nowhere.wav: no such file"), "\(missing)")
+                    let relative = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['tone.wav']", "@ah []", "{}"])
+                    #expect(relative.text.contains("is not an absolute path"), "\(relative)")
+                    let nobody = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Nobody", "['\(wav)']", "@ah []", "{}"])
+                    #expect(nobody.text.contains("io.github.route.Route1.Error.NoDevice") && nobody.text.contains("no device matches \"Nobody\""), "\(nobody)")
+                    let option = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['\(wav)']", "@ah []", "{'loud': <true>}"])
+                    #expect(option.text.contains("there is no such option"), "\(option)")
+                    // Descriptors that are no file: a pipe, a directory, a socket (python3-gi sends them, as an app would).
+                    let descriptors = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.badDescriptors])
+                    #expect(descriptors.text.contains("pipe: GDBus.Error:io.github.route.Route1.Error.BadInput: descriptor 1 is a pipe, not a file"), "\(descriptors)")
+                    #expect(descriptors.text.contains("directory: GDBus.Error:io.github.route.Route1.Error.BadInput: descriptor 1 is a directory"), "\(descriptors)")
+                    #expect(descriptors.text.contains("socket: GDBus.Error:io.github.route.Route1.Error.BadInput: descriptor 1 is a socket, not a file"), "\(descriptors)")
+                    #expect(descriptors.text.contains("none: GDBus.Error:org.freedesktop.DBus.Error.InvalidArgs"), "\(descriptors)")
+                    #expect(try Lab.transportState() == "PLAYING", "the session played on through every bad call")
+
+                    // The service killed mid-cast: the renderer plays on; the next command starts a new service (no
+                    // activation file here: route starts it itself), which finds the renderer again.
+                    kill(service.process.processIdentifier, SIGKILL)
+                    _ = await service.finish(within: 5)
+                    try await Lab.until("the renderer plays on without the service", within: 3) { try Lab.transportState() == "PLAYING" }
+                    let again = try await sandbox.run(["devices"], environment: environment, timeout: 15)
+                    #expect(again.status == 0 && again.stdout.contains("Lab Renderer"), "\(again)")
+                    let status = try await sandbox.run(["status", "--to", Lab.rendererName], environment: environment)
+                    #expect(status.stdout.contains("playing") || status.stderr.contains("playing"), "\(status)")
+                    _ = try Lab.soap("AVTransport", "Stop")
+                    try await stopService(bus)
+                }
+            }
+        }
+
+        @Test func anInstalledServiceIsStartedByTheBusOnFirstUse() async throws {
+            try await inSandbox { sandbox in
+                let prefix = sandbox.root + "/prefix"
+                let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
+                                           ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
+                #expect(install.status == 0, "\(install.text)")
+                // A session bus whose only service directory is the prefix's (dbus-daemon's own activation, no systemd).
+                let config = sandbox.root + "/bus.conf", address = "unix:path=\(sandbox.root)/bus"
+                try """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig><type>session</type><listen>\(address)</listen>
+                <servicedir>\(prefix)/share/dbus-1/services</servicedir>
+                <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>
+                <allow receive_sender="*"/></policy></busconfig>
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+                let daemon = Process()
+                daemon.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+                daemon.arguments = ["--config-file=\(config)", "--nofork", "--nopidfile"]
+                daemon.environment = ["PATH": "/usr/bin:/bin", "ROUTE_PROVIDERS": "local", "XDG_RUNTIME_DIR": sandbox.runtimeDir,
+                                      "HOME": sandbox.root]
+                try daemon.run()
+                defer { kill(daemon.processIdentifier, SIGKILL) }
+                let bus = ["DBUS_SESSION_BUS_ADDRESS": address, "ROUTE_PROVIDERS": ""]
+                try await Lab.until("the bus listens", within: 5) { FileManager.default.fileExists(atPath: sandbox.root + "/bus") }
+                let listed = try await sandbox.run(["devices", "--json", "--timeout", "1"], environment: bus, timeout: 10)
+                #expect(listed.status == 0 && listed.stdout.contains("\"This computer\""), "\(listed)")
+                let owner = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(address)", "gdbus", "call", "--session", "--dest",
+                                                          "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                                                          "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
+                let pid = try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)")
+                let command = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).replacingOccurrences(of: "\0", with: " ")
+                #expect(command.hasPrefix(prefix + "/bin/route service"), "the bus started the installed route: \(command)")
+                kill(pid, SIGTERM)
+                try await Lab.until("the service ended", within: 8) { kill(pid, 0) != 0 }
+            }
+        }
+
+        /// Ends the service that owns the name (one a client started), as systemd would: SIGTERM, then its name is gone.
+        private func stopService(_ bus: PrivateSessionBus) async throws {
+            let owner = try bus.tool("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                                               "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
+            let pid = try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)") // "(uint32 1234,)"
+            kill(pid, SIGTERM)
+            try await Lab.until("the started service ended", within: 8) { kill(pid, 0) != 0 }
+        }
+
+        /// Sends a pipe, a directory, a socket and no descriptor at all to Cast; prints each answer's error.
+        private static let badDescriptors = """
+        import os, socket
+        from gi.repository import Gio, GLib
+        bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+        def cast(label, fd, index=0):
+            fds = Gio.UnixFDList.new()
+            if fd is not None: fds.append(fd)
+            try:
+                bus.call_with_unix_fd_list_sync("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager", "Cast",
+                    GLib.Variant("(sasaha{sv})", ("Lab Renderer", [], [index], {})), None, Gio.DBusCallFlags.NONE, 10000, fds)
+                print(label + ": accepted")
+            except GLib.Error as e:
+                print(label + ": " + e.message)
+        r, w = os.pipe(); cast("pipe", r)
+        cast("directory", os.open("/", os.O_RDONLY | os.O_DIRECTORY))
+        s = socket.socket(); cast("socket", s.fileno())
+        cast("none", None, 3)
+        """
+
+        @Test func anAppInPythonListsDevicesAndCastsAFileItOpened() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 20)
+                    let service = try await startService(sandbox, bus)
+                    let script = RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path
+                    let listed = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", script])
+                    #expect(listed.status == 0 && listed.text.contains("Lab Renderer") && listed.text.contains("upnp"), "\(listed)")
+                    let cast = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", script, wav, Lab.rendererName])
+                    #expect(cast.status == 0 && cast.text.contains("session/1: playing"), "\(cast)")
+                    try await Lab.until("the renderer plays the file the app sent", within: 3) { try Lab.transportState() == "PLAYING" }
+                    #expect(try Lab.trackURI().hasPrefix("http://10.77.0.1:"), "served by the service")
+                    // The service's session, as any client sees it.
+                    let status = try await sandbox.run(["status", "--to", Lab.rendererName], environment: bus.environment.merging(client) { $1 })
+                    #expect(status.stdout.contains("tone"), "\(status)")
+                    // Interrupted: the service stops its sessions' devices and ends.
+                    kill(service.process.processIdentifier, SIGINT)
+                    let ended = await service.finish(within: 8)
+                    #expect(ended.status == 0, "\(ended)")
+                    #expect(try Lab.transportState() == "STOPPED")
+                }
+            }
+        }
+    }
+}
