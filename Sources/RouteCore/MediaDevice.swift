@@ -59,6 +59,26 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
     }
 }
 
+extension MediaRoute {
+    /// JSON with the identities in order (a set has none of its own: two runs would print them differently).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(nativeID, forKey: .nativeID)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(protocolName, forKey: .protocolName)
+        try container.encode(name, forKey: .name)
+        try container.encode(kind, forKey: .kind)
+        try container.encodeIfPresent(address, forKey: .address)
+        try container.encode(capabilities, forKey: .capabilities)
+        try container.encode(volumeControl, forKey: .volumeControl)
+        try container.encode(accepts, forKey: .accepts)
+        try container.encodeIfPresent(maxAudioChannels, forKey: .maxAudioChannels)
+        try container.encode(showsSubtitles, forKey: .showsSubtitles)
+        try container.encode(deduplicationIDs.sorted(), forKey: .deduplicationIDs)
+    }
+}
+
 /// One physical player a person points at: a TV, a speaker, a renderer, or this computer, with one route
 /// per provider that reaches it (a TV with Cast and a DLNA renderer has two).
 ///

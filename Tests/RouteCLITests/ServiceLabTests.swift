@@ -134,10 +134,7 @@ extension LabTests {
                 try await Lab.until("the bus listens", within: 5) { FileManager.default.fileExists(atPath: sandbox.root + "/bus") }
                 let listed = try await sandbox.run(["devices", "--json", "--timeout", "1"], environment: bus, timeout: 10)
                 #expect(listed.status == 0 && listed.stdout.contains("\"This computer\""), "\(listed)")
-                let owner = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(address)", "gdbus", "call", "--session", "--dest",
-                                                          "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
-                                                          "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
-                let pid = try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)")
+                let pid = try Self.servicePID(on: address)
                 let command = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8).replacingOccurrences(of: "\0", with: " ")
                 #expect(command.hasPrefix(prefix + "/bin/route service"), "the bus started the installed route: \(command)")
                 kill(pid, SIGTERM)
@@ -145,11 +142,18 @@ extension LabTests {
             }
         }
 
+        /// The process that owns io.github.route.Route1 on the bus at `address`, as the bus says.
+        private static func servicePID(on address: String) throws -> Int32 {
+            let owner = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(address)", "gdbus", "call", "--session", "--dest",
+                                                      "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus", "--method",
+                                                      "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
+            // "(uint32 1234,)"
+            return try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)")
+        }
+
         /// Ends the service that owns the name (one a client started), as systemd would: SIGTERM, then its name is gone.
         private func stopService(_ bus: PrivateSessionBus) async throws {
-            let owner = try bus.tool("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
-                                               "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
-            let pid = try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)") // "(uint32 1234,)"
+            let pid = try Self.servicePID(on: bus.address)
             kill(pid, SIGTERM)
             try await Lab.until("the started service ended", within: 8) { kill(pid, 0) != 0 }
         }

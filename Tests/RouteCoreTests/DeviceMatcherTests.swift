@@ -142,6 +142,14 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         let renderer = Self.tv.preferring(Self.tv.routes[1])
         #expect(renderer.name == "Lab Renderer" && renderer.routes.count == 3 && renderer.otherNames == ["Lab Cast"])
     }
+
+    @Test func aRoutesIdentitiesAreInTheSameOrderInEveryRunsJSON() throws {
+        var route = Self.tv.routes[0]
+        route.deduplicationIDs = ["uuid:b", "mac:02:00:00:00:00:01", "cast:a", "uuid:a"]
+        let text = String(decoding: try JSONEncoder().encode(route), as: UTF8.self)
+        #expect(text.contains(#""deduplicationIDs":["cast:a","mac:02:00:00:00:00:01","uuid:a","uuid:b"]"#), "\(text)")
+        #expect(try JSONDecoder().decode(MediaRoute.self, from: Data(text.utf8)) == route)
+    }
 }
 
 @Suite struct AddressMatchTests {
