@@ -26,24 +26,37 @@ public struct CastSettings: Sendable {
     }
 }
 
-/// A queue of probed files on one device: the session that plays it and the preparer that serves its files.
+/// A queue of probed files on one device: the session that plays it, the preparer that serves its files, and what
+/// the session says, in order.
 public struct QueuedCast: Sendable {
-    /// The session playing the queue (not started: run its `run()`).
+    /// What the session says: a status, or in words what it did on its own (a file skipped, an item sent again
+    /// converted), in the order they happened.
+    public enum Event: Sendable {
+        case status(CastStatus)
+        case notice(String)
+    }
+
+    /// The session playing the queue (not started: `run()`).
     public let session: CastSession
     /// Serves the queue's files; `close()` it when the session has ended.
     public let preparer: MediaPreparer
     /// The queue's files, probed ahead.
     public let probes: ProbeAhead
+    /// The session's statuses and notices in order, for one reader; ends when `run()` returns. A reader 256 events
+    /// behind loses the oldest.
+    public let events: AsyncStream<Event>
+    private let said: AsyncStream<Event>.Continuation
 
-    /// A cast of `probes` to `device` through `router`'s controllers. `say` hears, in words, what the cast does on its
-    /// own (a file skipped, an item sent again converted).
+    /// A cast of `probes` to `device` through `router`'s controllers.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
-    public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
-                say: @escaping @Sendable (String) -> Void) throws {
+    public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via)
+        let (events, said) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
         var options = CastSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
                                           access: { preparer.access(to: $0) }, onSkip: { _, title, error in say("skipping \(title): \(error)") })
         options.onNotice = say
+        options.onStatus = { said.yield(.status($0)) }
         let subtitles = settings.subtitles
         session = CastSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
@@ -52,5 +65,14 @@ public struct QueuedCast: Sendable {
         }
         self.preparer = preparer
         self.probes = probes
+        self.events = events
+        self.said = said
+    }
+
+    /// Plays the queue (the session's `run()`); `events` ends with it.
+    /// - Throws: what the session throws: the device failed, could not be reached, or did not start an item in time.
+    public func run() async throws {
+        defer { said.finish() }
+        try await session.run()
     }
 }

@@ -195,18 +195,29 @@ public final class RemoteSession: Sendable {
     }
 
     /// How a session ended: why (`finished`, `stopped`, `failed`, `client-left`, `service-stopped`) and, for a
-    /// failure, its D-Bus error name and the line route would print.
+    /// failure, its D-Bus error name and the line route would print; for a queue that played on past files it had to
+    /// skip, the first of those files' error.
     public struct End: Sendable, Equatable {
         public var reason: String
         public var error: String
         public var message: String
-        /// The failure as an error; nil when the session did not fail.
-        public var failure: RouteServiceError? { reason == "failed" ? RouteServiceError(name: error, message) : nil }
+        /// The failure as an error (the service stopping under the session is one); nil when the session did not fail.
+        public var failure: RouteServiceError? {
+            switch reason {
+            case "failed": return RouteServiceError(name: error, message)
+            case "service-stopped": return RouteServiceError(name: RouteServiceAPI.ErrorName.failed, message)
+            default: return nil
+            }
+        }
+        /// The error of the first file the queue skipped, when it finished or was stopped after skipping one.
+        public var skipped: RouteServiceError? { failure == nil && !error.isEmpty ? RouteServiceError(name: error, message) : nil }
     }
 
-    /// What a session's stream of events carries: a status, or its end (the last element).
+    /// What a session's stream of events carries: a status, a notice (what the session did on its own, in words: a
+    /// file skipped, an item sent again converted), or its end (the last element).
     public enum Event: Sendable {
         case status(CastStatus)
+        case notice(String)
         case ended(End)
     }
 
@@ -233,6 +244,10 @@ public final class RemoteSession: Sendable {
                             return
                         }
                         for await signal in changes {
+                            if signal.name == "Notice", case .string(let words)? = signal.arguments.first {
+                                continuation.yield(.notice(words))
+                                continue
+                            }
                             if signal.name == "Ended" {
                                 let words = signal.arguments.map { if case .string(let text) = $0 { return text }; return "" }
                                 continuation.yield(.ended(End(reason: words.first ?? "", error: words.count > 1 ? words[1] : "",
@@ -272,6 +287,13 @@ public final class RemoteSession: Sendable {
     public func seek(to position: Double) async throws { _ = try await session("Seek", [.double(position)]) }
     /// Seeks by `offset` seconds (negative: back).
     public func seek(by offset: Double) async throws { _ = try await session("SeekBy", [.double(offset)]) }
+    /// Seeks to a position or by an offset.
+    public func seek(_ target: SeekTarget) async throws {
+        switch target {
+        case .absolute(let position): try await seek(to: position)
+        case .relative(let offset): try await seek(by: offset)
+        }
+    }
     /// Sets the volume (0…1).
     public func setVolume(_ level: Double) async throws { _ = try await session("SetVolume", [.double(level)]) }
     public func changeVolume(by step: Double) async throws { _ = try await session("ChangeVolume", [.double(step)]) }

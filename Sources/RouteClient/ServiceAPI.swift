@@ -194,6 +194,7 @@ extension RouteServiceAPI {
         <method name="SetMuted"><arg name="muted" type="b" direction="in"/></method>
         <method name="ToggleMute"/>
         <method name="Detach"/>
+        <signal name="Notice"><arg name="message" type="s"/></signal>
         <signal name="Ended"><arg name="reason" type="s"/><arg name="error" type="s"/><arg name="message" type="s"/></signal>
         <property name="Status" type="a{sv}" access="read"/>
         <property name="State" type="s" access="read"/>

@@ -66,6 +66,9 @@ public actor CastSession {
         public var fetchDeadline: Duration
         /// Hears, in words, what the session did on its own (a refused item sent again transcoded).
         public var onNotice: @Sendable (String) -> Void = { _ in }
+        /// Hears every status as it is published, in order with `onSkip` and `onNotice` (`statusUpdates()` delivers
+        /// later, on the reader's task). Called on the session's actor: return at once.
+        public var onStatus: @Sendable (CastStatus) -> Void = { _ in }
         /// How long `stop()` waits for the device to confirm (its final state) before the session ends
         /// without it, saying so through `onNotice`; closing the route afterwards gets as long again. A peer
         /// that answers nothing must not hold a cast that a signal asked to end.
@@ -286,7 +289,9 @@ public actor CastSession {
         if status.state == .playing || status.state == .paused { started = true }
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
         guard let controller else { return }
-        updates.send(CastStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status))
+        let published = CastStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status)
+        options.onStatus(published)
+        updates.send(published)
         if status.state == .failed, status.endReason == .unplayable, !started, current?.fallingBack() != nil {
             return try await fallBack(because: status.error ?? "it could not play it")
         }

@@ -13,7 +13,9 @@ enum Cast {
         // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
         for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
         let options = try CastOptions(parsed)
-        if parsed.has("detach") { return try await detached(parsed, options: options) }
+        if parsed.has("detach") || ServiceMode.applies(parsed) {
+            return try await CastThroughService.run(parsed, options: options, detach: parsed.has("detach"))
+        }
         let probes = ProbeAhead(paths: parsed.positionals)
         _ = try await probes.info(0)
         let (router, providers) = try Providers.router(parsed)
@@ -21,13 +23,11 @@ enum Cast {
         return try await play(probes, on: device, router: router, options: options)
     }
 
-    /// Plays the queue with status, keys and the control socket; the exit code (interrupted by a signal,
-    /// or the code of the first file that had to be skipped).
+    /// Plays the queue in this process with status, keys, the control socket and the desktop's controls; the exit
+    /// code (interrupted by a signal, or the code of the first file that had to be skipped).
     private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
                              options: CastOptions) async throws -> ExitCode {
-        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings) {
-            printError("route cast: \($0)", overStatus: true)
-        }
+        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings)
         defer { cast.preparer.close() }
         let session = cast.session
         let control = try SessionControlServer(device: device) { request in
@@ -35,6 +35,24 @@ enum Cast {
         }
         // Ends with this function, after any reply being written.
         async let _ = control.run()
+        // On the desktop's media controls while it plays; off the bus when the cast ends. Without a session bus,
+        // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
+        let saysUnavailable = isatty(STDERR_FILENO) == 1
+        let published = Task { @MainActor in
+            await CastPublication.run(session, probes: probes) { reason in
+                if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
+            }
+        }
+        defer { published.cancel() }
+        return try await drive(cast, device: device) {
+            try await cast.run()
+            return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
+        }
+    }
+
+    /// Drives a playing cast from the terminal — the status line, the keys, and the signals that stop it — while `run`
+    /// plays it; returns `run`'s exit code, or 130 when a signal stopped it.
+    static func drive(_ session: some DrivenCast, device: MediaDevice, run: () async throws -> ExitCode) async throws -> ExitCode {
         let interrupted = InterruptFlag()
         let keys = KeyReader.isAvailable ? KeyReader() : nil
         // The first Ctrl-C stops the device and ends the cast; a second one exits at once (a device
@@ -71,73 +89,34 @@ enum Cast {
                         }
                     }
                 }
-                for await status in session.statusUpdates() {
-                    // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
-                    if !printer.show(status), !interrupted.isSet {
-                        interrupted.set()
-                        Task { try? await session.stop() }
+                for await event in session.playbackEvents() {
+                    switch event {
+                    case .status(let status):
+                        // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
+                        if !printer.show(status), !interrupted.isSet {
+                            interrupted.set()
+                            Task { try? await session.stop() }
+                        }
+                    case .notice(let words):
+                        printError("route cast: \(words)", overStatus: true)
                     }
                 }
                 group.cancelAll()
             }
             printer.finish()
         }
-        // On the desktop's media controls while it plays; off the bus when the cast ends. Without a session bus,
-        // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
-        let saysUnavailable = isatty(STDERR_FILENO) == 1
-        let published = Task { @MainActor in
-            await CastPublication.run(session, probes: probes) { reason in
-                if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
-            }
-        }
-        defer { published.cancel() }
+        let code: ExitCode
         do {
-            try await session.run()
+            code = try await run()
         } catch {
             await display.value
             throw error
         }
         await display.value
-        if interrupted.isSet { return .interrupted }
-        return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
+        return interrupted.isSet ? .interrupted : code
     }
 
-    /// `--detach`: the service plays the queue; returns once the device plays (or the queue has ended already).
-    private static func detached(_ parsed: ParsedArguments, options: CastOptions) async throws -> ExitCode {
-        if parsed["providers"] != nil { throw UsageError(description: "--detach casts through the route service, which runs its own providers; drop --providers") }
-        let client = try await ServiceMode.connect()
-        let device: String
-        if let query = parsed["to"] {
-            device = query
-        } else {
-            // Without --to: the only device, or the picker at a terminal.
-            try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
-            let devices = try await client.devices()
-            if devices.count == 1 { device = devices[0].id }
-            else if devices.count > 1, KeyReader.isAvailable { device = try Picker.choose(from: devices).id }
-            else { device = "" }
-        }
-        let settings = options.settings
-        let subtitles: String? = switch settings.subtitles { case .off: ""; case .file(let path): path; case .automatic: nil }
-        let session = try await client.cast(parsed.positionals.map { .path($0) }, to: device, options: RouteServiceClient.CastOptions(
-            via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
-            startTimeout: settings.startTimeout / .seconds(1), endsWithClient: false))
-        for await event in session.events() {
-            switch event {
-            case .status(let status):
-                guard status.playback.state == .playing || status.playback.state == .paused else { continue }
-                printError("route cast: \(status.device.name) plays \"\(status.title)\"; the route service goes on with it "
-                           + "(`route stop --to \"\(status.device.name)\"` ends it)")
-                return .success
-            case .ended(let end):
-                if let failure = end.failure { throw failure }
-                return .success
-            }
-        }
-        return .success
-    }
-
-    private static func press(_ key: CastKey, on session: CastSession) async {
+    private static func press(_ key: CastKey, on session: some DrivenCast) async {
         do {
             switch key {
             case .togglePause: try await session.togglePause()
@@ -153,6 +132,28 @@ enum Cast {
             printError("\(error)", overStatus: true)
         }
     }
+}
+
+/// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
+protocol DrivenCast: Sendable {
+    /// Statuses and notices in order, for one reader; ends with the cast.
+    func playbackEvents() -> AsyncStream<QueuedCast.Event>
+    func togglePause() async throws
+    func seek(_ target: SeekTarget) async throws
+    func changeVolume(by step: Double) async throws
+    func toggleMute() async throws
+    func next() async throws
+    func stop() async throws
+}
+
+extension QueuedCast: DrivenCast {
+    func playbackEvents() -> AsyncStream<QueuedCast.Event> { events }
+    func togglePause() async throws { try await session.togglePause() }
+    func seek(_ target: SeekTarget) async throws { try await session.seek(target) }
+    func changeVolume(by step: Double) async throws { try await session.changeVolume(by: step) }
+    func toggleMute() async throws { try await session.toggleMute() }
+    func next() async throws { try await session.next() }
+    func stop() async throws { try await session.stop() }
 }
 
 /// The options of `cast` beyond the device: `--via`, `--subtitles`/`--no-subtitles`, `--image-duration`, and

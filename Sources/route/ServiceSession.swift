@@ -36,6 +36,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
     private let initial: CastStatus
+    /// The socket `route pause --to DEVICE` reaches (taken when the session is made: one cast per device).
+    private let control: SessionControlServer
 
     /// A session of `probes` on `device`; nothing plays until `run()`.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings,
@@ -48,8 +50,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         state = Mutex(State(owner: owner))
         initial = CastStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
-        let name = device.name
-        cast = try QueuedCast(probes, on: device, router: router, settings: settings) { printError("route service: \(name): \($0)") }
+        let cast = try QueuedCast(probes, on: device, router: router, settings: settings)
+        self.cast = cast
+        control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
     }
 
     /// The client whose leaving ends the session, if any.
@@ -68,25 +71,33 @@ final class ServiceSession: Sendable, DBusObjectHandler {
             return
         }
         defer { registration.end() }
-        var failure: (any Error)?
-        await withDiscardingTaskGroup { group in
-            if let control = try? SessionControlServer(device: device, handler: { await Control.handle($0, session: session) }) {
-                group.addTask { await control.run() }
-            }
-            let probes = cast.probes, id = "service_\(getpid())_\(number)"
-            group.addTask { await CastPublication.run(session, probes: probes, id: id) { _ in } }
-            group.addTask {
-                for await status in session.statusUpdates() {
-                    self.state.withLock { $0.latest = status }
-                    self.bus.emitPropertiesChanged(path: self.path, interface: RouteServiceAPI.sessionInterface,
-                                                   changed: self.properties(of: status))
+        // Statuses and notices go out in the order they happened, every one before Ended (the stream ends with the
+        // cast); a notice is in the service's log too.
+        let forwarded = Task {
+            for await event in cast.events {
+                switch event {
+                case .status(let status):
+                    state.withLock { $0.latest = status }
+                    bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: properties(of: status))
+                case .notice(let words):
+                    printError("route service: \(device.name): \(words)")
+                    bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Notice", arguments: [.string(words)])
                 }
             }
-            do { try await session.run() } catch { failure = error }
+        }
+        var failure: (any Error)?
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.control.run() }
+            let probes = cast.probes, id = "service_\(getpid())_\(number)"
+            group.addTask { await CastPublication.run(session, probes: probes, id: id) { _ in } }
+            do { try await cast.run() } catch { failure = error }
             group.cancelAll()
         }
+        await forwarded.value
         let reason = failure == nil ? state.withLock { $0.ending } ?? .finished : .failed
-        let error = failure.map { ServiceErrors.dbus($0) }
+        // A failure, or else the first file the queue had to skip: a client's exit code comes from it.
+        let skipped = await session.skipped.first?.error
+        let error = (failure ?? skipped).map { ServiceErrors.dbus($0) }
         bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Ended",
                  arguments: [.string(reason.rawValue), .string(error?.name ?? ""), .string(error?.message ?? "")])
     }

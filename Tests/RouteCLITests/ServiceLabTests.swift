@@ -178,6 +178,45 @@ extension LabTests {
         cast("none", None, 3)
         """
 
+        @Test func aCastSaysTheSameInProcessAndThroughTheServiceAndStopsWithItsTerminal() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 3)
+                    let notes = sandbox.root + "/notes.txt"
+                    try "not media at all".write(toFile: notes, atomically: true, encoding: .utf8)
+                    let service = try await startService(sandbox, bus)
+                    let environment = bus.environment.merging(client) { $1 }
+                    // A queue with a file that cannot play: the same lines, in the same order, and the same exit code.
+                    let inProcess = try await sandbox.run(["cast", wav, notes, "--to", Lab.rendererName, "--providers", "upnp"],
+                                                          environment: bus.environment)
+                    let throughService = try await sandbox.run(["cast", wav, notes, "--to", Lab.rendererName], environment: environment)
+                    #expect(inProcess.status == 3 && throughService.status == 3, "\(inProcess)\n\(throughService)")
+                    #expect(inProcess.stderr == throughService.stderr && inProcess.stdout == throughService.stdout,
+                            "in-process:\n\(inProcess.stderr)\nthrough the service:\n\(throughService.stderr)")
+                    #expect(throughService.stderr.contains("skipping notes") && throughService.stdout.contains("ended: tone"), "\(throughService)")
+                    // SIGTERM stops the device and exits 130, as in-process.
+                    let long = try tone(sandbox, seconds: 40)
+                    let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: environment)
+                    try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
+                    kill(cast.process.processIdentifier, SIGTERM)
+                    let stopped = await cast.finish(within: 8)
+                    #expect(stopped.status == 130 && stopped.stdout.contains("stopped: tone"), "\(stopped)")
+                    #expect(try Lab.transportState() == "STOPPED")
+                    // A client that dies without a word: its session ends with it (the service stops the device).
+                    let killed = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: environment)
+                    try await Lab.until("the cast plays again", within: 8) { killed.stdout.contains("playing: tone") }
+                    #expect(try Lab.transportState() == "PLAYING")
+                    kill(killed.process.processIdentifier, SIGKILL)
+                    _ = await killed.finish(within: 5)
+                    try await Lab.until("the service stopped the renderer of the client that left", within: 5) { try Lab.transportState() == "STOPPED" }
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 8).status == 0)
+                }
+            }
+        }
+
         @Test func anAppInPythonListsDevicesAndCastsAFileItOpened() async throws {
             try await Lab.stopRenderer()
             try Lab.control("start-renderer")

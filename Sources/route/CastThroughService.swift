@@ -1,0 +1,107 @@
+// CastThroughService: `route cast` when the route service plays the queue — the same status line, keys, signals and
+// exit codes as in-process, with the session in the service; and `--detach`, which leaves it there.
+
+import Foundation
+import MediaRouting
+import RouteClient
+import RouteCore
+import Synchronization
+
+enum CastThroughService {
+    /// Casts the files through the service: until the queue ends (the session ends with this process), or with
+    /// `detach` until the device plays.
+    static func run(_ parsed: ParsedArguments, options: CastOptions, detach: Bool) async throws -> ExitCode {
+        if parsed["providers"] != nil {
+            throw UsageError(description: "--detach casts through the route service, which runs its own providers; drop --providers")
+        }
+        let client = try await ServiceMode.connect()
+        let device = try await deviceQuery(parsed, client: client)
+        let settings = options.settings
+        let subtitles: String? = switch settings.subtitles { case .off: ""; case .file(let path): path; case .automatic: nil }
+        let remote = try await client.cast(parsed.positionals.map { .path($0) }, to: device, options: RouteServiceClient.CastOptions(
+            via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
+            startTimeout: settings.startTimeout / .seconds(1), endsWithClient: !detach))
+        let status = try await remote.status()
+        if let query = parsed["to"] { DeviceChoice.sayMeaning(of: query, status.device) }
+        if detach { return try await leave(remote) }
+        let cast = ServiceCast(remote)
+        return try await Cast.drive(cast, device: status.device) { try await cast.run() }
+    }
+
+    /// What names the device for the service: `--to` as given (the service finds it as `route cast` would), else the
+    /// only device, or the one chosen at the picker.
+    private static func deviceQuery(_ parsed: ParsedArguments, client: RouteServiceClient) async throws -> String {
+        if let query = parsed["to"] { return query }
+        let timeout = try CommonOptions.timeout(parsed)
+        var devices: [MediaDevice] = []
+        for try await update in client.deviceUpdates() {
+            devices = update.devices
+            if update.listening >= timeout { break }
+            try await Task.sleep(for: .milliseconds(Int((timeout - update.listening) * 1000)))
+            devices = try await client.devices()
+            break
+        }
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
+        if devices.count == 1 { return devices[0].id }
+        guard KeyReader.isAvailable else { throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name)) }
+        return try Picker.choose(from: devices).id
+    }
+
+    /// `--detach`: returns once the device plays (or the queue has ended already), the session left to the service.
+    private static func leave(_ session: RemoteSession) async throws -> ExitCode {
+        for await event in session.events() {
+            switch event {
+            case .status(let status):
+                guard status.playback.state == .playing || status.playback.state == .paused else { continue }
+                printError("route cast: \(status.device.name) plays \"\(status.title)\"; the route service goes on with it "
+                           + "(`route stop --to \"\(status.device.name)\"` ends it)")
+                return .success
+            case .notice(let words):
+                printError("route cast: \(words)")
+            case .ended(let end):
+                if let failure = end.failure { throw failure }
+                return end.skipped.map { ExitCode(for: $0) } ?? .success
+            }
+        }
+        return .success
+    }
+}
+
+/// A session the service plays, driven from this terminal: its statuses and notices for the status line, its end as
+/// an exit code.
+final class ServiceCast: DrivenCast {
+    private let session: RemoteSession
+    private let events: AsyncStream<QueuedCast.Event>
+    private let said: AsyncStream<QueuedCast.Event>.Continuation
+
+    init(_ session: RemoteSession) {
+        self.session = session
+        (events, said) = AsyncStream<QueuedCast.Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+    }
+
+    func playbackEvents() -> AsyncStream<QueuedCast.Event> { events }
+
+    /// Follows the session to its end: the exit code of a queue that played to its end or was stopped (the first
+    /// skipped file's, if any).
+    /// - Throws: `RouteServiceError` when the session failed or the service stopped under it.
+    func run() async throws -> ExitCode {
+        defer { said.finish() }
+        for await event in session.events() {
+            switch event {
+            case .status(let status): said.yield(.status(status))
+            case .notice(let words): said.yield(.notice(words))
+            case .ended(let end):
+                if let failure = end.failure { throw failure }
+                return end.skipped.map { ExitCode(for: $0) } ?? .success
+            }
+        }
+        return .success
+    }
+
+    func togglePause() async throws { try await session.togglePause() }
+    func seek(_ target: SeekTarget) async throws { try await session.seek(target) }
+    func changeVolume(by step: Double) async throws { try await session.changeVolume(by: step) }
+    func toggleMute() async throws { try await session.toggleMute() }
+    func next() async throws { try await session.next() }
+    func stop() async throws { try await session.stop() }
+}
