@@ -75,6 +75,9 @@ let package = Package(
                                                      "RoutePluginHost", "NowPlaying"], swiftSettings: swift6),
         // What apps link to use the route service over D-Bus: GIO only, no provider.
         .target(name: "RouteClient", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
+        // The README's client example (a test runs it; bench/service counts the libraries it maps).
+        .executableTarget(name: "route-client-example", dependencies: ["RouteClient", "RouteCore"], path: "examples/RouteClientExample",
+                          swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                         "RoutePluginHost", "NowPlaying", "MediaRouting"], swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),

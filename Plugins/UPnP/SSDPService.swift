@@ -6,10 +6,12 @@ import RouteCore
 import Synchronization
 
 /// SSDP for the whole process (libupnp runs once): subscribers name search targets; the service searches
-/// for all of them now and every `researchInterval`, and reports replies, ssdp:alive and ssdp:byebye.
+/// for all of them now and every `searchInterval` (by default `researchInterval`), and reports replies, ssdp:alive
+/// and ssdp:byebye (heard all the time).
 public final class SSDPService: SSDPDiscovery {
-    /// How often every subscribed target is searched for again.
+    /// How often every subscribed target is searched for again, by default.
     public static let researchInterval: Duration = .seconds(10)
+    private let interval = Mutex<Duration>(SSDPService.researchInterval)
 
     private let log: RouteLog
     private struct Subscriber {
@@ -65,10 +67,14 @@ public final class SSDPService: SSDPDiscovery {
                             for target in targets { try? await stack.search(target) }
                         }
                     }
+                    // Looks once a second whether the interval has passed (it may change meanwhile).
                     group.addTask {
+                        var searched = ContinuousClock.now
                         while !Task.isCancelled {
-                            try? await Task.sleep(for: Self.researchInterval)
+                            try? await Task.sleep(for: .seconds(1))
                             guard let self, !Task.isCancelled else { return }
+                            guard ContinuousClock.now - searched >= self.searchInterval else { continue }
+                            searched = .now
                             requests.yield(self.allTargets())
                         }
                     }
@@ -79,6 +85,25 @@ public final class SSDPService: SSDPDiscovery {
             loop = Loop(task: task, searches: requests)
         }
         return UPnPStackHandle(stack: stack)
+    }
+
+    /// How often the subscribed targets are searched for again: short while someone wants a fresh list (a person
+    /// at a device picker), long for a service that only keeps one (announcements arrive without a search).
+    public var searchInterval: Duration { interval.withLock { $0 } }
+
+    /// Sets `searchInterval`; one shorter than before searches now.
+    public func setSearchInterval(_ newInterval: Duration) {
+        let shorter = interval.withLock { interval in
+            defer { interval = newInterval }
+            return newInterval < interval
+        }
+        if shorter { searchNow() }
+    }
+
+    /// Searches for every subscribed target now.
+    public func searchNow() {
+        let targets = allTargets()
+        loop.withLock { _ = $0?.searches.yield(targets) }
     }
 
     private func unsubscribe(_ id: Int) {

@@ -154,6 +154,65 @@ public final class RouteServiceClient: Sendable {
         return RemoteSession(bus: bus, path: path)
     }
 
+    /// A session another controller plays (a renderer another app started, a Cast receiver a phone casts to), which
+    /// the service mirrors on the desktop's media controls as the MPRIS player `player`.
+    public struct Mirror: Sendable, Codable {
+        public var device: MediaDevice
+        public var title: String?
+        public var player: String
+        /// Whether the mirror has ended (the device stopped, or a cast of route's took it over).
+        public var ended: Bool
+
+        /// A mirror of `device`'s session as the MPRIS player `player`.
+        public init(device: MediaDevice, title: String?, player: String, ended: Bool) {
+            self.device = device
+            self.title = title
+            self.player = player
+            self.ended = ended
+        }
+    }
+
+    /// The mirrors the service publishes now, then each one that starts or ends, until the stream is dropped (or
+    /// ends with an error when the service leaves the bus).
+    public func mirrorEvents() -> AsyncThrowingStream<Mirror, any Error> {
+        let signals = bus.signals(sender: nil, path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, member: "Mirror")
+        let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                 arg0: RouteServiceAPI.busName)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await signal in owners where signal.arguments.count == 3 && signal.arguments[1] != .string("") {
+                            continuation.finish(throwing: RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service stopped"))
+                            return
+                        }
+                    }
+                    group.addTask {
+                        do {
+                            let reply = try await self.call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath,
+                                                            interface: "org.freedesktop.DBus.Properties", method: "Get",
+                                                            [.string(RouteServiceAPI.managerInterface), .string("Mirrors")])
+                            for value in reply.first?.unwrapped.elements ?? [] {
+                                continuation.yield(try DBusCoding.decode(Mirror.self, from: value))
+                            }
+                        } catch {
+                            continuation.finish(throwing: error)
+                            return
+                        }
+                        for await signal in signals {
+                            guard let value = signal.arguments.first, let mirror = try? DBusCoding.decode(Mirror.self, from: value) else { continue }
+                            continuation.yield(mirror)
+                        }
+                    }
+                    await group.next()
+                    group.cancelAll()
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     /// The sessions the service plays now.
     public func sessions() async throws -> [RemoteSession] {
         let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",

@@ -170,10 +170,12 @@ extension RouteServiceAPI {
         <signal name="DeviceFound"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceChanged"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceLost"><arg name="id" type="s"/></signal>
+        <signal name="Mirror"><arg name="mirror" type="a{sv}"/></signal>
         <property name="Version" type="u" access="read"/>
         <property name="Devices" type="aa{sv}" access="read"/>
         <property name="Sessions" type="ao" access="read"/>
         <property name="Listening" type="d" access="read"/>
+        <property name="Mirrors" type="aa{sv}" access="read"/>
       </interface>
     </node>
     """

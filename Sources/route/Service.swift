@@ -8,6 +8,7 @@ import RouteCore
 import RouteGIO
 import RouteMedia
 import Synchronization
+import UPnPProvider
 
 /// The service: owns `io.github.route.Route1`, exports the manager, runs discovery and the sessions.
 final class RouteService: Sendable {
@@ -20,6 +21,8 @@ final class RouteService: Sendable {
         var nextSession = 1
         /// Clients that want the device list, by unique name, and how many streams each reads.
         var watchers: [String: Int] = [:]
+        /// The sessions of other controllers mirrored on the desktop, by MPRIS player name.
+        var mirrors: [String: RouteServiceClient.Mirror] = [:]
     }
     private let state = Mutex(State())
     private let started = ContinuousClock.now
@@ -42,11 +45,13 @@ final class RouteService: Sendable {
             throw SetupError(description: "another route service already runs on this session bus (\(RouteServiceAPI.busName) is taken)")
         }
         defer { bus.releaseName(RouteServiceAPI.busName) }
+        searchesChanged()
         let sessions = newSessions.stream
         await withDiscardingTaskGroup { group in
             group.addTask { await self.router.run() }
             group.addTask { await self.followDevices() }
             group.addTask { await self.followClients() }
+            group.addTask { await self.mirror() }
             group.addTask {
                 while !Task.isCancelled, !self.bus.isClosed { try? await Task.sleep(for: .seconds(1)) }
                 self.shutDown()
@@ -86,6 +91,17 @@ final class RouteService: Sendable {
         .array(elementType: "a{sv}", devices.compactMap { try? DBusCoding.encode($0) })
     }
 
+    /// How often SSDP searches while no client wants a device list: devices announce themselves (ssdp:alive, at
+    /// least every half of their max-age, 30 min at most), and avahi-daemon keeps mDNS's cache by itself.
+    static let idleSearchInterval: Duration = .seconds(1800)
+
+    /// Searches every 10 s while a client holds a lease on the device list, else every `idleSearchInterval`.
+    private func searchesChanged() {
+        guard StandardProviders.discoverNetwork(providers) else { return }
+        let wanted = state.withLock { !$0.watchers.isEmpty }
+        Providers.ssdp.setSearchInterval(wanted ? SSDPService.researchInterval : Self.idleSearchInterval)
+    }
+
     /// Seconds since discovery started.
     private var listening: Double { (ContinuousClock.now - started) / .seconds(1) }
 
@@ -100,7 +116,31 @@ final class RouteService: Sendable {
                 return state.sessions.values.filter { $0.owner == name }
             }
             for session in owned { session.end(.clientLeft) }
+            searchesChanged()
         }
+    }
+
+    // MARK: Other controllers' sessions
+
+    /// Mirrors what other controllers play on the desktop (as `route watch` did), and says so (Mirror, Mirrors).
+    private func mirror() async {
+        let mirroring = SessionMirroring(router: router, isOurs: { await OwnCasts.play(on: $0) }) { event in
+            let mirror: RouteServiceClient.Mirror
+            switch event {
+            case .mirroring(let device, let title, let player):
+                mirror = RouteServiceClient.Mirror(device: device, title: title, player: player, ended: false)
+                self.state.withLock { $0.mirrors[player] = mirror }
+            case .ended(let device, let title, let player):
+                guard let known = self.state.withLock({ $0.mirrors.removeValue(forKey: player) }) else { return }
+                mirror = RouteServiceClient.Mirror(device: device ?? known.device, title: title, player: player, ended: true)
+            case .unavailable(let reason):
+                printError("route service: \(reason)")
+                return
+            }
+            guard let value = try? DBusCoding.encode(mirror) else { return }
+            self.emit("Mirror", [value])
+        }
+        await mirroring.run()
     }
 
     // MARK: Calls
@@ -112,11 +152,13 @@ final class RouteService: Sendable {
             return [devicesValue(router.devices)]
         case "WatchDevices":
             state.withLock { $0.watchers[sender, default: 0] += 1 }
+            searchesChanged()
             return [devicesValue(router.devices), .double(listening)]
         case "UnwatchDevices":
             state.withLock { state in
                 if let count = state.watchers[sender] { state.watchers[sender] = count > 1 ? count - 1 : nil }
             }
+            searchesChanged()
             return []
         case "FindDevice":
             guard arguments.count == 2, case .string(let query) = arguments[0], case .double(let timeout) = arguments[1] else { throw invalid(method) }
@@ -135,6 +177,9 @@ final class RouteService: Sendable {
         case "Devices": return devicesValue(router.devices)
         case "Sessions": return .array(elementType: "o", state.withLock { $0.sessions.keys.sorted() }.map { .objectPath($0) })
         case "Listening": return .double(listening)
+        case "Mirrors":
+            let mirrors = state.withLock { $0.mirrors.values.sorted { $0.player < $1.player } }
+            return .array(elementType: "a{sv}", mirrors.compactMap { try? DBusCoding.encode($0) })
         default: return nil
         }
     }

@@ -65,7 +65,7 @@ enum Specs {
         (org.mpris.MediaPlayer2.route.watch_…), so GNOME's and KDE's media controls, the media keys and playerctl show
         and control it (play, pause, stop, seek, volume go back to the device). The player appears when the device
         starts playing and leaves when it stops. Prints a line as each one starts and ends (--json: JSON lines).
-        To run it for your desktop session: systemctl --user enable --now route-watch (installed by make install).
+        The route service mirrors sessions itself; with it running, route watch says what the service mirrors.
         """,
         examples: ["route watch", "route watch --providers upnp --json"])
 

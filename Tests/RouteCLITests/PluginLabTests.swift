@@ -327,14 +327,15 @@ extension LabTests {
                 #expect(install.status == 0, "\(install.text)")
                 for file in ["bin/route", "lib/route/plugins/route-provider-mpd", "share/man/man1/route.1", "share/bash-completion/completions/route",
                              "share/zsh/site-functions/_route", "share/fish/vendor_completions.d/route.fish",
-                             "lib/systemd/user/route-watch.service", "lib/systemd/user/route.service",
+                             "lib/systemd/user/route.service",
                              "share/dbus-1/services/io.github.route.Route1.service"] {
                     #expect(FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) installed")
                 }
-                let unit = try String(contentsOfFile: prefix + "/lib/systemd/user/route-watch.service", encoding: .utf8)
-                #expect(unit.contains("ExecStart=\(prefix)/bin/route watch"), "the unit runs the installed route: \(unit)")
+                let unit = try String(contentsOfFile: prefix + "/lib/systemd/user/route.service", encoding: .utf8)
+                #expect(unit.contains("ExecStart=\(prefix)/bin/route service"), "the unit runs the installed route: \(unit)")
+                #expect(!FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/route-watch.service"), "the service replaced route-watch")
                 if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
-                    for unit in ["route-watch.service", "route.service"] {
+                    for unit in ["route.service"] {
                         let verified = try Lab.tool("/usr/bin/systemd-analyze", ["verify", "--user", prefix + "/lib/systemd/user/" + unit])
                         #expect(!verified.text.contains(unit + ":"), "systemd-analyze finds nothing wrong: \(verified.text)")
                     }
@@ -349,7 +350,7 @@ extension LabTests {
                 #expect(uninstall.status == 0, "\(uninstall.text)")
                 #expect(!FileManager.default.fileExists(atPath: prefix + "/bin/route")
                         && !FileManager.default.fileExists(atPath: prefix + "/lib/route/plugins/route-provider-mpd")
-                        && !FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/route-watch.service")
+                        && !FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/route.service")
                         && !FileManager.default.fileExists(atPath: prefix + "/share/dbus-1/services/io.github.route.Route1.service"))
             }
         }

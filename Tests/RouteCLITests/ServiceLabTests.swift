@@ -217,6 +217,68 @@ extension LabTests {
             }
         }
 
+        @Test func theServiceMirrorsAnotherControllersSessionAndRouteWatchSaysSo() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let service = try await startService(sandbox, bus)
+                    let environment = bus.environment.merging(client) { $1 }
+                    let watch = try sandbox.start(["watch", "--json"], environment: environment)
+                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try tone(sandbox, seconds: 30)])
+                    try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
+                    let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                    // Another control point plays on the renderer: the service mirrors it (no route watch process of its own).
+                    try Lab.playAsAnotherController(url)
+                    let player = try await bus.waitForPlayer(within: 6)
+                    #expect(player.hasPrefix("route.watch_"), "\(player)")
+                    let owner = try bus.tool("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                                                       "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.mpris.MediaPlayer2." + player])
+                    #expect(owner.text.contains(" \(service.process.processIdentifier),"), "the mirror is the service's: \(owner.text)")
+                    _ = try bus.playerctl("-p", player, "pause")
+                    try await Lab.until("playerctl pause paused the renderer", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }
+                    _ = try Lab.soap("AVTransport", "Stop")
+                    try await Lab.until("the mirror left the bus when the renderer stopped", within: 3) { try bus.routePlayers().isEmpty }
+                    try await Lab.until("route watch said both", within: 3) {
+                        watch.stdout.contains("\"event\":\"mirroring\"") && watch.stdout.contains("\"event\":\"ended\"")
+                    }
+                    #expect(watch.stdout.contains("\"player\":\"org.mpris.MediaPlayer2.\(player)\""), "\(watch.stdout)")
+                    kill(watch.process.processIdentifier, SIGTERM)
+                    #expect(await watch.finish(within: 8).status == 130)
+                    kill(server.process.processIdentifier, SIGTERM)
+                    _ = await server.finish(within: 5)
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 8).status == 0)
+                }
+            }
+        }
+
+        @Test func theReadmesSwiftClientExampleRunsAsWritten() async throws {
+            let root = RouteBinary.packageRoot
+            let source = try String(contentsOf: root.appendingPathComponent("examples/RouteClientExample/main.swift"), encoding: .utf8)
+            let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+            let body = String(source.drop { $0 != "\n" }.dropFirst())
+            #expect(readme.contains("```swift\n" + body + "```"), "the README shows examples/RouteClientExample/main.swift as it is")
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 20)
+                    let service = try await startService(sandbox, bus)
+                    let example = URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().appendingPathComponent("route-client-example").path
+                    let ran = try await offThePool {
+                        try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", example, wav, Lab.rendererName])
+                    }
+                    #expect(ran.status == 0, "\(ran.text)")
+                    #expect(ran.text.contains("Lab Renderer - upnp") && ran.text.contains("playing tone on Lab Renderer")
+                            && ran.text.contains("ended: stopped"), "\(ran.text)")
+                    #expect(try Lab.transportState() == "STOPPED")
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 8).status == 0)
+                }
+            }
+        }
+
         @Test func anAppInPythonListsDevicesAndCastsAFileItOpened() async throws {
             try await Lab.stopRenderer()
             try Lab.control("start-renderer")
