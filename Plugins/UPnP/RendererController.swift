@@ -170,7 +170,8 @@ actor RendererController: RouteController {
         expectingStop = false
         do {
             try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
-        } catch RouteError.commandFailed(_, _, let reason) where reason.contains("(701") {
+        } catch let error as RouteError where error.code == .commandFailed && (error.reason ?? "").contains("(701") {
+            let reason = error.reason ?? ""
             // 701 "transition not available" from a renderer that is already playing (Rygel, after
             // SetAVTransportURI while it played something else) means it plays: that is success.
             let state = (try? await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout))?["CurrentTransportState"]

@@ -12,7 +12,7 @@ public enum CastPublication {
     /// the probed files, state from the device, commands through the session. Without a session bus it says so once
     /// (`onUnavailable`) and returns.
     @MainActor
-    public static func run(_ session: CastSession, probes: ProbeAhead, id: String = "cast_\(getpid())",
+    public static func run(_ session: QueueSession, probes: ProbeAhead, id: String = "cast_\(getpid())",
                            onUnavailable: @escaping @Sendable (String) -> Void) async {
         let model = RemotePlayback(id: id, devices: [session.device], controls: MediaCommands(
             play: MediaCommand { try await session.play() },

@@ -32,12 +32,12 @@ public struct QueuedCast: Sendable {
     /// What the session says: a status, or in words what it did on its own (a file skipped, an item sent again
     /// converted), in the order they happened.
     public enum Event: Sendable {
-        case status(CastStatus)
+        case status(QueueStatus)
         case notice(String)
     }
 
     /// The session playing the queue (not started: `run()`).
-    public let session: CastSession
+    public let session: QueueSession
     /// Serves the queue's files; `close()` it when the session has ended.
     public let preparer: MediaPreparer
     /// The queue's files, probed ahead.
@@ -53,15 +53,15 @@ public struct QueuedCast: Sendable {
         let preparer = try MediaPreparer(device: device, via: settings.via)
         let (events, said) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
-        var options = CastSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
+        var options = QueueSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
                                           access: { preparer.access(to: $0) }, onSkip: { _, title, error in say("skipping \(title): \(error)") })
         options.onNotice = say
         options.onStatus = { said.yield(.status($0)) }
         let subtitles = settings.subtitles
-        session = CastSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
+        session = QueueSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
             let (route, item) = try preparer.prepare(info, subtitles: subtitles, notice: say)
-            return CastSession.Prepared(route: route, item: item)
+            return QueueSession.Prepared(route: route, item: item)
         }
         self.preparer = preparer
         self.probes = probes

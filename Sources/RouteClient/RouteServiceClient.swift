@@ -275,7 +275,7 @@ public final class RemoteSession: Sendable {
     /// What a session's stream of events carries: a status, a notice (what the session did on its own, in words: a
     /// file skipped, an item sent again converted), or its end (the last element).
     public enum Event: Sendable {
-        case status(CastStatus)
+        case status(QueueStatus)
         case notice(String)
         case ended(End)
     }
@@ -316,7 +316,7 @@ public final class RemoteSession: Sendable {
                             }
                             guard signal.name == "PropertiesChanged", signal.arguments.count > 1,
                                   case .dictionary(let changed) = signal.arguments[1], let value = changed["Status"],
-                                  let status = try? DBusCoding.decode(CastStatus.self, from: value) else { continue }
+                                  let status = try? DBusCoding.decode(QueueStatus.self, from: value) else { continue }
                             continuation.yield(.status(status))
                         }
                     }
@@ -329,11 +329,11 @@ public final class RemoteSession: Sendable {
     }
 
     /// The session's status now.
-    public func status() async throws -> CastStatus {
+    public func status() async throws -> QueueStatus {
         let reply = try await call("org.freedesktop.DBus.Properties", "Get",
                                    [.string(RouteServiceAPI.sessionInterface), .string("Status")])
         guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "no status") }
-        return try DBusCoding.decode(CastStatus.self, from: value.unwrapped)
+        return try DBusCoding.decode(QueueStatus.self, from: value.unwrapped)
     }
 
     public func play() async throws { _ = try await session("Play") }

@@ -493,12 +493,13 @@ extension RPCError {
         switch error {
         case let error as RPCError: self = error
         case let error as RouteError:
-            switch error {
-            case .deviceUnreachable(_, let reason): self.init(code: Self.unreachable, message: reason)
-            case .commandFailed(_, _, let reason): self.init(code: Self.refused, message: reason)
-            case .unsupported(_, let what): self.init(code: Self.unsupported, message: what)
-            case .mediaRefused(_, let reason): self.init(code: Self.mediaRefused, message: reason)
-            case .unusableDevice(_, let reason): self.init(code: Self.unusable, message: reason)
+            let reason = error.reason ?? error.description
+            switch error.code {
+            case .deviceUnreachable: self.init(code: Self.unreachable, message: reason)
+            case .commandFailed: self.init(code: Self.refused, message: reason)
+            case .unsupported: self.init(code: Self.unsupported, message: reason)
+            case .mediaRefused: self.init(code: Self.mediaRefused, message: reason)
+            case .unusableDevice: self.init(code: Self.unusable, message: reason)
             default: self.init(code: Self.refused, message: error.description)
             }
         default: self.init(code: Self.refused, message: "\(error)")

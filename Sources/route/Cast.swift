@@ -224,7 +224,7 @@ enum DeviceChoice {
         let found: MediaDevice
         do {
             found = try await router.waitForDevice(matching: query, timeout: timeout)
-        } catch RouteError.unknownDevice where isBareIP(query) {
+        } catch let error as RouteError where error.code == .unknownDevice && isBareIP(query) {
             // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
             // does (a receiver on another network segment, or with mDNS blocked, still answers there).
             return try await router.device(at: query)

@@ -65,7 +65,7 @@ enum Control {
     }
 
     /// The answering side, inside `route cast`: applies a request to the session.
-    static func handle(_ request: ControlRequest, session: CastSession) async -> ControlReply {
+    static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
         do {
             switch request.command {
             case "describe", "status": break

@@ -43,10 +43,10 @@ enum ExitCode: Int32 {
             default: self = .badInput
             }
         case let error as RouteError:
-            switch error {
+            switch error.code {
             case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
             case .deviceUnreachable: self = .unreachable
-            case .commandFailed, .unsupported, .playbackFailed, .unusableDevice, .mediaRefused: self = .failure
+            default: self = .failure
             }
         case let error as RouteServiceError:
             switch error.name {

@@ -29,13 +29,13 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private struct State {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
-        var latest: CastStatus?
+        var latest: QueueStatus?
         /// Why the session was asked to end, when it was.
         var ending: Reason?
     }
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
-    private let initial: CastStatus
+    private let initial: QueueStatus
     /// The socket `route pause --to DEVICE` reaches (taken when the session is made: one cast per device).
     private let control: SessionControlServer
 
@@ -48,7 +48,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         self.bus = bus
         self.descriptors = descriptors
         state = Mutex(State(owner: owner))
-        initial = CastStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
+        initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
         let cast = try QueuedCast(probes, on: device, router: router, settings: settings)
         self.cast = cast
@@ -162,7 +162,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     }
 
     /// The properties a status gives (all but EndsWithClient and MprisName).
-    private func properties(of status: CastStatus) -> [String: DBusValue] {
+    private func properties(of status: QueueStatus) -> [String: DBusValue] {
         let playback = status.playback
         var allowed: [String] = ["stop"]
         if playback.allowed.contains(.pause) { allowed += ["play", "pause"] }

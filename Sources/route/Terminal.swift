@@ -103,12 +103,12 @@ final class JobControl: @unchecked Sendable {
 /// state change otherwise (for logs and scripts). Thread-safe: statuses and redraws may come from two tasks.
 final class StatusPrinter: Sendable {
     let live: Bool
-    private let shown = Mutex<(lastPlain: String?, last: CastStatus?)>((nil, nil))
+    private let shown = Mutex<(lastPlain: String?, last: QueueStatus?)>((nil, nil))
 
     init(live: Bool) { self.live = live }
 
     /// Shows a status; false when stdout has gone away (a closed pipe), so the cast should end.
-    func show(_ status: CastStatus) -> Bool {
+    func show(_ status: QueueStatus) -> Bool {
         shown.withLock { shown in
             shown.last = status
             if live {
@@ -132,7 +132,7 @@ final class StatusPrinter: Sendable {
         }
     }
 
-    private static func draw(_ status: CastStatus) {
+    private static func draw(_ status: QueueStatus) {
         // Never wider than the terminal: a line that wraps cannot be redrawn in place.
         let line = fitted(liveLine(status), to: terminalWidth() - 1)
         FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
@@ -174,7 +174,7 @@ final class StatusPrinter: Sendable {
         if live { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 
-    static func liveLine(_ s: CastStatus) -> String {
+    static func liveLine(_ s: QueueStatus) -> String {
         let symbol: String
         switch s.playback.state {
         case .playing: symbol = "▶"
@@ -196,7 +196,7 @@ final class StatusPrinter: Sendable {
         return line
     }
 
-    static func plainLine(_ s: CastStatus) -> String {
+    static func plainLine(_ s: QueueStatus) -> String {
         let queue = s.count > 1 ? " [\(s.index + 1)/\(s.count)]" : ""
         var line = "\(s.playback.state.rawValue): \(s.title)\(queue) on \(s.device.name)"
         if let error = s.playback.error { line += ": \(error)" }

@@ -166,3 +166,23 @@ func device(_ name: String, id: String, protocolName: String = "upnp", dedup: Se
         #expect(!DeviceMatcher.matchesAddress("", of: Self.renderer))
     }
 }
+
+@Suite struct RouteErrorTests {
+    @Test func anErrorSaysItsKindByCodeAndItsWordsAsBefore() {
+        let error = RouteError.deviceUnreachable(device: "Lab Cast", reason: "missed 3 heartbeats")
+        #expect(error.code == .deviceUnreachable && error.device == "Lab Cast" && error.reason == "missed 3 heartbeats")
+        #expect(error.description == "Lab Cast cannot be reached: missed 3 heartbeats")
+        #expect(RouteError.unknownDevice(query: "Kitchen", candidates: ["Lab Cast"]).description
+                == "no device matches \"Kitchen\" (found: \"Lab Cast\"); run `route devices` to list them")
+    }
+
+    @Test func aKindAddedLaterIsReadByWhatAlreadyReadsCodes() {
+        // A kind this code never heard of: it reads as any other error (a switch over codes has a default).
+        let later = RouteError(RouteError.Code(rawValue: "DeviceAsleep"), "Lab Cast is asleep")
+        let kind: String = switch later.code {
+        case .deviceUnreachable: "unreachable"
+        default: "other: \(later.code)"
+        }
+        #expect(kind == "other: DeviceAsleep" && later.description == "Lab Cast is asleep")
+    }
+}

@@ -22,10 +22,10 @@ import Testing
             let device = try await router.waitForDevice(matching: "This computer", timeout: 2)
             let preparer = try MediaPreparer(device: device)          // serves and converts for that device
             defer { preparer.close() }
-            let session = CastSession(device: device, titles: [song.displayTitle],
+            let session = QueueSession(device: device, titles: [song.displayTitle],
                                       open: { try await router.controller(for: $0) }) { _ in
                 let (route, item) = try preparer.prepare(song)
-                return CastSession.Prepared(route: route, item: item)
+                return QueueSession.Prepared(route: route, item: item)
             }
             group.addTask { for await status in session.statusUpdates() { print(status.playback.state) } }
             try await session.run()    // returns at the end of the queue; session.pause(), seek(_:)… meanwhile

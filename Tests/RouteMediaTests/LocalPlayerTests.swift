@@ -199,7 +199,7 @@ func withLocalPlayer(_ body: (any RouteController, Recorder<PlaybackStatus>) asy
             do {
                 try await player.load(MediaItem(url: missing, mimeType: "audio/wav"), autoplay: true)
             } catch let error as RouteError {
-                guard case .commandFailed = error else {
+                guard error.code == .commandFailed else {
                     Issue.record("load threw \(error)")
                     return
                 }

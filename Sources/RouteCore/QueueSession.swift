@@ -1,11 +1,11 @@
-// CastSession: plays a queue on one device and takes commands while it plays — each item over the route
+// QueueSession: plays a queue on one device and takes commands while it plays — each item over the route
 // that plays it best, gapless where the device can, with a deadline for starting, a set time for pictures,
 // and items prepared only as the queue reaches them. No GStreamer here: an app with its own pipeline uses it.
 
 import Foundation
 
 /// What a cast is doing: which item of how many, over which route, and the device's latest status.
-public struct CastStatus: Sendable, Hashable, Codable {
+public struct QueueStatus: Sendable, Hashable, Codable {
     public var device: MediaDevice
     /// The route playing the current item.
     public var route: MediaRoute
@@ -34,7 +34,7 @@ public struct CastStatus: Sendable, Hashable, Codable {
 /// the first plays without waiting for the rest. Each prepared item names the route it goes over; the
 /// session opens that route's controller (and runs its `run()`) while items go over it, and moves to
 /// another route when an item needs one.
-public actor CastSession {
+public actor QueueSession {
     /// An item made loadable, and the route it goes over.
     public struct Prepared: Sendable {
         public var route: MediaRoute
@@ -68,7 +68,7 @@ public actor CastSession {
         public var onNotice: @Sendable (String) -> Void = { _ in }
         /// Hears every status as it is published, in order with `onSkip` and `onNotice` (`statusUpdates()` delivers
         /// later, on the reader's task). Called on the session's actor: return at once.
-        public var onStatus: @Sendable (CastStatus) -> Void = { _ in }
+        public var onStatus: @Sendable (QueueStatus) -> Void = { _ in }
         /// How long `stop()` waits for the device to confirm (its final state) before the session ends
         /// without it, saying so through `onNotice`; closing the route afterwards gets as long again. A peer
         /// that answers nothing must not hold a cast that a signal asked to end.
@@ -95,7 +95,7 @@ public actor CastSession {
     private let open: Opener
     /// The controller of the route playing now.
     private var controller: (any RouteController)?
-    private let updates = Broadcast<CastStatus>()
+    private let updates = Broadcast<QueueStatus>()
     private var index = 0
     private var skipping = false
     private var stopping = false
@@ -138,7 +138,7 @@ public actor CastSession {
     public var route: MediaRoute? { controller?.route }
 
     /// Status after every change, starting with the latest.
-    public nonisolated func statusUpdates() -> AsyncStream<CastStatus> { updates.subscribe() }
+    public nonisolated func statusUpdates() -> AsyncStream<QueueStatus> { updates.subscribe() }
 
     /// The latest status of the current item, its position extrapolated to now (devices report on changes,
     /// not as the position moves).
@@ -289,7 +289,7 @@ public actor CastSession {
         if status.state == .playing || status.state == .paused { started = true }
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
         guard let controller else { return }
-        let published = CastStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status)
+        let published = QueueStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status)
         options.onStatus(published)
         updates.send(published)
         if status.state == .failed, status.endReason == .unplayable, !started, current?.fallingBack() != nil {
@@ -409,8 +409,8 @@ public actor CastSession {
         loadedAt = .now
         do {
             try await controller.load(item, autoplay: true)
-        } catch RouteError.mediaRefused(_, let reason) where item.fallingBack() != nil {
-            try await fallBack(because: reason)
+        } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
+            try await fallBack(because: error.reason ?? error.description)
         }
     }
 
