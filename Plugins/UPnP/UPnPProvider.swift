@@ -157,9 +157,22 @@ actor RendererDiscovery {
     func run(_ events: AsyncStream<SSDPEvent>, publish: @escaping @Sendable ([MediaRoute]) -> Void) async throws {
         self.publish = publish
         publish([])
+        // Renderers are described beside the event loop (one slow renderer must not hold up every other event), in
+        // tasks of this run: they end with it.
+        let (describes, describe) = AsyncStream<(udn: String, location: String)>.makeStream()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
-                for await event in events { await self.handle(event) }
+                for await event in events {
+                    if let wanted = await self.handle(event) { describe.yield(wanted) }
+                }
+                describe.finish()
+            }
+            group.addTask { [self] in
+                await withDiscardingTaskGroup { describing in
+                    for await wanted in describes {
+                        describing.addTask { await self.describe(udn: wanted.udn, location: wanted.location) }
+                    }
+                }
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
@@ -173,36 +186,37 @@ actor RendererDiscovery {
         }
     }
 
-    private func handle(_ event: SSDPEvent) async {
+    /// Takes an event in; returns the renderer to describe when it is a new one.
+    private func handle(_ event: SSDPEvent) -> (udn: String, location: String)? {
         switch event.kind {
         case .alive:
             let now = ContinuousClock.now
-            if !event.announced, let farewell = farewells[event.udn], now - farewell < Self.farewellQuarantine { return }
+            if !event.announced, let farewell = farewells[event.udn], now - farewell < Self.farewellQuarantine { return nil }
             let expires = now + .seconds(max(event.maxAge, 30))
             if var entry = entries[event.udn] {
                 entry.expires = max(entry.expires, expires)
                 entry.lastSeen = now
                 entries[event.udn] = entry
-                return
+                return nil
             }
-            guard event.target.contains(":device:MediaRenderer:") else { return }
-            if let rejectedAt = rejected[event.location], now - rejectedAt < Self.rejectionBackoff { return }
+            guard event.target.contains(":device:MediaRenderer:") else { return nil }
+            if let rejectedAt = rejected[event.location], now - rejectedAt < Self.rejectionBackoff { return nil }
             // A device describes itself: a reply that points anywhere but at its own address (at this
             // machine's loopback services, say) is not fetched.
             guard SSDPReply.isOwnLocation(event.location, sender: event.sender) else {
                 reject(event.location, "it came from \(event.sender.isEmpty ? "an unknown address" : event.sender) but points elsewhere")
-                return
+                return nil
             }
             if let refusal = AnnouncedAddress.refusal(host: event.sender, port: URL(string: event.location)?.port ?? 80) {
                 reject(event.location, refusal)
-                return
+                return nil
             }
             entries[event.udn] = Entry(renderer: nil, expires: expires, lastSeen: now)
-            // Described off the event loop: one slow renderer must not hold up every other event.
-            Task { await self.describe(udn: event.udn, location: event.location) }
+            return (event.udn, event.location)
         case .byebye:
             farewells[event.udn] = .now
             if entries.removeValue(forKey: event.udn) != nil { changed() }
+            return nil
         }
     }
 

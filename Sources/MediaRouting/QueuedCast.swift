@@ -47,10 +47,12 @@ public struct QueuedCast: Sendable {
     public let events: AsyncStream<Event>
     private let said: AsyncStream<Event>.Continuation
 
-    /// A cast of `probes` to `device` through `router`'s controllers.
+    /// A cast of `probes` to `device` through `router`'s controllers, its files served by `servers` (shared with other
+    /// casts) or by servers of its own that log to `log`.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
-    public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings) throws {
-        let preparer = try MediaPreparer(device: device, via: settings.via)
+    public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
+                servers: MediaServers? = nil, log: RouteLog = .discard) throws {
+        let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
         var options = QueueSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,

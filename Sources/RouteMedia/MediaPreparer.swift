@@ -6,20 +6,28 @@ import RouteCore
 import Synchronization
 
 /// Prepares items for one device: picks the route that plays each file with the least conversion, and
-/// serves it there, starting a media server (on the local address that reaches the route) on first need.
+/// serves it there, from the media server (of `servers`) on the local address that reaches the route.
 public final class MediaPreparer: Sendable {
     private let device: MediaDevice
     private let via: String?
-    private let servers = Mutex<[String: MediaServer]>([:])
+    private let servers: MediaServers
+    /// Whether `servers` is this preparer's own (stopped when it closes) rather than shared.
+    private let ownsServers: Bool
+    /// What this preparer offered, withdrawn when it closes.
+    private let offered = Mutex<[(server: MediaServer, url: String)]>([])
 
-    /// A preparer for `device`; with `via`, only routes of that protocol or provider are used.
+    /// A preparer for `device`; with `via`, only routes of that protocol or provider are used. Files are served by
+    /// `servers` (shared with other preparers: one server per local address for every session), or by servers of
+    /// its own when nil, which log to `log`.
     /// - Throws: `MediaError.unplayable`-free: `RouteError.unsupported` when `via` names no route of it.
-    public init(device: MediaDevice, via: String? = nil) throws {
+    public init(device: MediaDevice, via: String? = nil, servers: MediaServers? = nil, log: RouteLog = .discard) throws {
         if let via, device.route(of: via) == nil {
             throw RouteError.unsupported(device: device.name, what: "be reached over \(via) (it has \(device.protocols.joined(separator: ", ")))")
         }
         self.device = device
         self.via = via
+        self.servers = servers ?? MediaServers(log: log)
+        ownsServers = servers == nil
     }
 
     /// The routes this preparer may use, preferred first.
@@ -54,14 +62,8 @@ public final class MediaPreparer: Sendable {
             throw MediaError.server("\(route.name) has no network address (its \(route.provider) provider gave none), so route cannot tell "
                                     + "which local address reaches it")
         }
-        let local = try LocalAddress.toward(address)
-        let server = try servers.withLock { table -> MediaServer in
-            if let existing = table[local] { return existing }
-            let created = try MediaServer(address: local)
-            table[local] = created
-            return created
-        }
-        guard let (url, mimeType) = server.offer(info, as: plan, maxChannels: route.maxAudioChannels) else {
+        let server = try servers.server(on: try LocalAddress.toward(address))
+        guard let (url, mimeType) = remember(server.offer(info, as: plan, maxChannels: route.maxAudioChannels), on: server) else {
             if case .unplayable(let reason) = plan { throw MediaError.unplayable(info.path, device: device.name, reason: reason) }
             throw MediaError.unplayable(info.path, device: device.name, reason: "route has no way to send it there")
         }
@@ -72,10 +74,10 @@ public final class MediaPreparer: Sendable {
         // In the device's own words: some compare the text of the type with what they listed.
         item.mimeType = route.accepts.spelling(of: mimeType)
         if let art = info.coverArt {
-            item.artworkURL = server.offer(data: art.data, mimeType: art.mimeType)
+            item.artworkURL = remember(server.offer(data: art.data, mimeType: art.mimeType), on: server)
         }
         if route.showsSubtitles, info.kind == .video, let (path, embedded) = subtitles.source(for: info) {
-            item.subtitlesURL = server.offer(subtitles: path, embedded: embedded)
+            item.subtitlesURL = remember(server.offer(subtitles: path, embedded: embedded), on: server)
         }
         if case .direct = plan {} else {
             item.size = nil
@@ -84,7 +86,7 @@ public final class MediaPreparer: Sendable {
         // A device may still refuse what its list says it takes (a codec or profile it lacks): a transcoded
         // stream to fall back on, served only if it is asked for.
         if plan.cost < Delivery.transcode(.mp3).cost, let profile = DeliveryPlanner.fallback(for: info, on: route.accepts),
-           let (fallback, fallbackType) = server.offer(info, as: .transcode(profile), maxChannels: route.maxAudioChannels) {
+           let (fallback, fallbackType) = remember(server.offer(info, as: .transcode(profile), maxChannels: route.maxAudioChannels), on: server) {
             item.fallbackURL = fallback
             item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
         }
@@ -93,10 +95,47 @@ public final class MediaPreparer: Sendable {
 
     /// What the device has done with a prepared item's URL (nil for local output, which reads files).
     public func access(to item: MediaItem) -> MediaAccess? {
-        servers.withLock { table in table.values.lazy.compactMap { $0.access(to: item.url) }.first }
+        offered.withLock { offered in offered.lazy.compactMap { $0.url == item.url ? $0.server.access(to: item.url) : nil }.first }
     }
 
-    /// Stops the media servers, if any were started.
+    /// Withdraws what this preparer offered; stops its servers when they are its own.
+    public func close() {
+        let withdrawn = offered.withLock { offered in defer { offered = [] }; return offered }
+        if ownsServers { servers.close() } else { for (server, url) in withdrawn { server.withdraw(url) } }
+    }
+
+    private func remember(_ url: String, on server: MediaServer) -> String {
+        offered.withLock { $0.append((server, url)) }
+        return url
+    }
+
+    private func remember(_ offer: (url: String, mimeType: String)?, on server: MediaServer) -> (url: String, mimeType: String)? {
+        if let offer { _ = remember(offer.url, on: server) }
+        return offer
+    }
+}
+
+/// Media servers by local address, made on first need: one per address, shared by every preparer given the same
+/// `MediaServers` (the route service serves every session from one).
+public final class MediaServers: Sendable {
+    private let servers = Mutex<[String: MediaServer]>([:])
+    private let log: RouteLog
+
+    /// No servers yet; those made log to `log`.
+    public init(log: RouteLog = .discard) { self.log = log }
+
+    /// The server on `local`, started on first need.
+    /// - Throws: `MediaError.server` when it cannot listen there.
+    public func server(on local: String) throws -> MediaServer {
+        try servers.withLock { table in
+            if let existing = table[local] { return existing }
+            let created = try MediaServer(address: local, log: log)
+            table[local] = created
+            return created
+        }
+    }
+
+    /// Stops every server.
     public func close() {
         servers.withLock { table in
             for server in table.values { server.close() }

@@ -23,9 +23,10 @@ public final class MediaServer: Sendable {
     private let offers = OfferTable()
     private let cores: [ServerCore]
 
-    /// Starts listening on `address` (one local address, not a wildcard) and `port` (0: any free port).
+    /// Starts listening on `address` (one local address, not a wildcard) and `port` (0: any free port); a conversion
+    /// that fails while it is served is said to `log`.
     /// - Throws: `MediaError.server` when the address is not local or the port is taken.
-    public init(address: String = "127.0.0.1", port: UInt16 = 0) throws {
+    public init(address: String = "127.0.0.1", port: UInt16 = 0, log: RouteLog = .discard) throws {
         let listener = try ListeningSocket(address: address, port: port)
         defer { listener.close() }
         // One libsoup server per loop, each accepting from the same listening socket: the kernel hands
@@ -34,7 +35,7 @@ public final class MediaServer: Sendable {
         var cores: [ServerCore] = []
         do {
             for loop in GLibLoop.serverLoops {
-                let core = ServerCore(loop: loop, offers: offers, limits: limits)
+                let core = ServerCore(loop: loop, offers: offers, limits: limits, log: log)
                 try loop.perform { try core.start(listening: listener.fd) }
                 cores.append(core)
             }
@@ -241,6 +242,8 @@ final class ServerCore: @unchecked Sendable {
     let loop: GLibLoop
     let offers: OfferTable
     let limits: ConnectionLimits
+    /// Where a conversion that fails while it is served is said.
+    let log: RouteLog
     private var server: UnsafeMutablePointer<SoupServer>?
     private var listener: UnsafeMutablePointer<GSocket>?
     private var sources: [UnsafeMutablePointer<GSource>] = []
@@ -263,10 +266,11 @@ final class ServerCore: @unchecked Sendable {
     /// ever; fixed by libsoup's d20c6601, in 3.3.0), so every response there says `Connection: close`.
     static let keepAlive = soup_check_version(3, 3, 0) != 0
 
-    init(loop: GLibLoop, offers: OfferTable, limits: ConnectionLimits) {
+    init(loop: GLibLoop, offers: OfferTable, limits: ConnectionLimits, log: RouteLog) {
         self.loop = loop
         self.offers = offers
         self.limits = limits
+        self.log = log
     }
 
     /// Creates the server and starts accepting from a duplicate of `fd`. Loop thread only.
@@ -499,7 +503,7 @@ final class ServerCore: @unchecked Sendable {
             soup_message_headers_set_encoding(response, SOUP_ENCODING_CHUNKED)
             soup_server_message_set_status(message, 200, nil)
             guard method == "GET" else { return }
-            PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start).attach(to: message)
+            PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start, log: log).attach(to: message)
         }
     }
 

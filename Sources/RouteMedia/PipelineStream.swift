@@ -39,8 +39,10 @@ final class PipelineStream: @unchecked Sendable {
     private let finished = Atomic<Bool>(false)
     private nonisolated(unsafe) var message: OpaquePointer?
     private static let maxInFlight = 16
+    private let log: RouteLog
 
-    init(loop: GLibLoop, path: String, conversion: Conversion, start: Double) {
+    init(loop: GLibLoop, path: String, conversion: Conversion, start: Double, log: RouteLog) {
+        self.log = log
         self.loop = loop
         self.path = path
         self.conversion = conversion
@@ -159,7 +161,7 @@ final class PipelineStream: @unchecked Sendable {
     /// before any data becomes a 500; a failure after some data cuts the connection, so the device
     /// sees a broken transfer rather than a clean end (which it would take for the end of the item).
     private func finishResponse(failure: String?, afterData: Bool) {
-        if let failure { FileHandle.standardError.write(Data("route: \(path): \(failure)\n".utf8)) }
+        if let failure { log(.error, "\(path): \(failure)") }
         loop.async { [self] in
             guard let message else { return }
             if !isFinished {

@@ -27,7 +27,7 @@ enum Cast {
     /// code (interrupted by a signal, or the code of the first file that had to be skipped).
     private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
                              options: CastOptions) async throws -> ExitCode {
-        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings)
+        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
         defer { cast.preparer.close() }
         let session = cast.session
         let control = try SessionControlServer(device: device) { request in

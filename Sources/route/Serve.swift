@@ -12,7 +12,7 @@ enum Serve {
         }
         let portText = parsed["port"] ?? "0"
         guard let port = UInt16(portText) else { throw UsageError(description: "--port takes 0 to 65535, not \"\(portText)\"") }
-        let server = try MediaServer(address: parsed["bind"] ?? "127.0.0.1", port: port)
+        let server = try MediaServer(address: parsed["bind"] ?? "127.0.0.1", port: port, log: CLILog.root)
         let accepts: MediaAcceptance = parsed["as"].map { .mimeTypes($0.split(separator: ",").map(String.init)) } ?? .anything
         for file in files {
             let plan = DeliveryPlanner.plan(file, for: accepts)

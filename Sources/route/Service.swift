@@ -27,6 +27,8 @@ final class RouteService: Sendable {
     private let state = Mutex(State())
     private let started = ContinuousClock.now
     private let newSessions = AsyncStream<ServiceSession>.makeStream()
+    /// One media server per local address serves every session.
+    private let servers = MediaServers(log: CLILog.root)
 
     init(bus: DBusConnection, router: MediaRouter, providers: [any RouteProvider]) {
         self.bus = bus
@@ -63,6 +65,7 @@ final class RouteService: Sendable {
             }
             group.cancelAll()
         }
+        servers.close()
     }
 
     /// Ends the service: no new sessions, every session ends, `run()` returns.
@@ -222,7 +225,7 @@ final class RouteService: Sendable {
         let endsWithClient: Bool
         if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
         let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
-        let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings,
+        let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
                                          descriptors: descriptors, owner: endsWithClient ? sender : nil, bus: bus)
         state.withLock { $0.sessions[session.path] = session }
         newSessions.continuation.yield(session)

@@ -40,7 +40,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let control: SessionControlServer
 
     /// A session of `probes` on `device`; nothing plays until `run()`.
-    init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings,
+    init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
          descriptors: [DBusDescriptor], owner: String?, bus: DBusConnection) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
@@ -50,7 +50,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
-        let cast = try QueuedCast(probes, on: device, router: router, settings: settings)
+        let cast = try QueuedCast(probes, on: device, router: router, settings: settings, servers: servers)
         self.cast = cast
         control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
     }

@@ -200,6 +200,7 @@ extension LabTests {
                     let long = try tone(sandbox, seconds: 40)
                     let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: environment)
                     try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
+                    let firstServer = URL(string: try Lab.trackURI())?.port
                     kill(cast.process.processIdentifier, SIGTERM)
                     let stopped = await cast.finish(within: 8)
                     #expect(stopped.status == 130 && stopped.stdout.contains("stopped: tone"), "\(stopped)")
@@ -208,6 +209,8 @@ extension LabTests {
                     let killed = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: environment)
                     try await Lab.until("the cast plays again", within: 8) { killed.stdout.contains("playing: tone") }
                     #expect(try Lab.transportState() == "PLAYING")
+                    let secondServer = URL(string: try Lab.trackURI())?.port
+                    #expect(firstServer != nil && secondServer == firstServer, "one media server serves every session")
                     kill(killed.process.processIdentifier, SIGKILL)
                     _ = await killed.finish(within: 5)
                     try await Lab.until("the service stopped the renderer of the client that left", within: 5) { try Lab.transportState() == "STOPPED" }
