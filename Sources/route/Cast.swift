@@ -189,13 +189,13 @@ enum DeviceChoice {
     static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
         let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
-            if looksLikeAddress(query) { return try await router.device(at: query) }
+            if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
             // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
-            if let computer = thisComputer(query, in: local) { return computer }
+            if let computer = DeviceLookup.thisComputer(query, in: local) { return computer }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
-            let device = try await find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
+            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
             sayMeaning(of: query, device)
             return device
         }
@@ -215,58 +215,11 @@ enum DeviceChoice {
         return try Picker.choose(from: devices)
     }
 
-    /// The device `query` names through a router whose discovery runs: by address (asked directly), This computer, or
-    /// by name, waiting up to `timeout` seconds for it to be found and then for its other routes (`settled`).
-    static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
-        if looksLikeAddress(query) { return try await router.device(at: query) }
-        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
-        if let computer = thisComputer(query, in: local) { return computer }
-        let found: MediaDevice
-        do {
-            found = try await router.waitForDevice(matching: query, timeout: timeout)
-        } catch let error as RouteError where error.code == .unknownDevice && isBareIP(query) {
-            // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
-            // does (a receiver on another network segment, or with mDNS blocked, still answers there).
-            return try await router.device(at: query)
-        }
-        return await settled(found, router: router, providers: providers)
-    }
-
     /// Says which device a loosely matching query was taken to mean.
     static func sayMeaning(of query: String, _ device: MediaDevice) {
         if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
             printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
         }
-    }
-
-    /// The device as it is once its other routes had a moment to arrive (`MediaRouter.settled`): the built-in
-    /// network providers assert identities across protocols (UDN, Cast id, MAC); a plugin's routes rarely merge, and
-    /// waiting for every plugin would cost every cast the whole window.
-    static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
-        let network = Set(providers.map(\.name).filter { StandardProviders.builtIn.contains($0) && $0 != MediaRoute.localProvider })
-        return await router.settled(device, waitingFor: network, within: mergeWindow)
-    }
-
-    /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more
-    /// ("this"), which wins over any device on the network (`--to this` and the picker's `this` mean the same).
-    static func thisComputer(_ query: String, in local: [MediaDevice]) -> MediaDevice? {
-        guard let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
-              match <= .exactName || (match == .prefix && query.count >= 3) else { return nil }
-        return hits[0]
-    }
-
-    /// Whether `text` is an IPv4 or IPv6 address alone (no port, no scheme).
-    static func isBareIP(_ text: String) -> Bool { SocketAddress(numericHost: text, port: 0) != nil }
-
-    /// How long a device found by name may take to gain the routes of other providers.
-    static let mergeWindow: Duration = .milliseconds(60)
-
-    /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
-    /// it is matched against the addresses of the devices discovery finds.)
-    static func looksLikeAddress(_ text: String) -> Bool {
-        // http(s):// is a UPnP description; another scheme (mpd://) is a plugin's address.
-        if text.contains("://"), !text.contains(" ") { return true }
-        return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
     }
 }
 
@@ -283,7 +236,7 @@ enum Picker {
             throw UsageError(description: "no device chosen")
         }
         if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
-        if let computer = DeviceChoice.thisComputer(answer, in: devices.filter { $0.id == LocalProvider.device.id }) { return computer }
+        if let computer = DeviceLookup.thisComputer(answer, in: devices.filter { $0.id == LocalProvider.device.id }) { return computer }
         return try DeviceMatcher.pick(answer, in: devices)
     }
 }

@@ -191,7 +191,7 @@ final class RouteService: Sendable {
         guard timeout.isFinite, (0...600).contains(timeout) else { throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
                                                                                    "the timeout is seconds from 0 to 600, not \(timeout)") }
         guard !query.isEmpty else { throw RouteError.unknownDevice(query: "", candidates: router.devices.map(\.name)) }
-        return try await DeviceChoice.find(query, router: router, providers: providers, timeout: timeout)
+        return try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout)
     }
 
     /// The most files one cast takes.

@@ -1,0 +1,56 @@
+// DeviceLookup: the device a person names — by address (asked directly), "This computer", or by name once discovery
+// has found it and its other routes have had a moment to arrive — as `route cast --to` and the service find it.
+
+import Foundation
+import RouteCore
+import RouteMedia
+
+/// Finds the device a query names among a router's devices.
+public enum DeviceLookup {
+    /// The device `query` names through a router whose discovery runs: by address (asked directly), This computer, or
+    /// by name, waiting up to `timeout` seconds for it to be found and then for its other routes (`settled`).
+    public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
+        if looksLikeAddress(query) { return try await router.device(at: query) }
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
+        if let computer = thisComputer(query, in: local) { return computer }
+        let found: MediaDevice
+        do {
+            found = try await router.waitForDevice(matching: query, timeout: timeout)
+        } catch let error as RouteError where error.code == .unknownDevice && isBareIP(query) {
+            // Nothing announced at that address: ask it directly at each protocol's default port, as `catt -d IP`
+            // does (a receiver on another network segment, or with mDNS blocked, still answers there).
+            return try await router.device(at: query)
+        }
+        return await settled(found, router: router, providers: providers)
+    }
+
+    /// The device as it is once its other routes had a moment to arrive (`MediaRouter.settled`): the built-in
+    /// network providers assert identities across protocols (UDN, Cast id, MAC); a plugin's routes rarely merge, and
+    /// waiting for every plugin would cost every cast the whole window.
+    public static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
+        let network = Set(providers.map(\.name).filter { StandardProviders.builtIn.contains($0) && $0 != MediaRoute.localProvider })
+        return await router.settled(device, waitingFor: network, within: mergeWindow)
+    }
+
+    /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more
+    /// ("this"), which wins over any device on the network (`--to this` and the picker's `this` mean the same).
+    public static func thisComputer(_ query: String, in local: [MediaDevice]) -> MediaDevice? {
+        guard let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
+              match <= .exactName || (match == .prefix && query.count >= 3) else { return nil }
+        return hits[0]
+    }
+
+    /// Whether `text` is an IPv4 or IPv6 address alone (no port, no scheme).
+    public static func isBareIP(_ text: String) -> Bool { SocketAddress(numericHost: text, port: 0) != nil }
+
+    /// How long a device found by name may take to gain the routes of other providers.
+    public static let mergeWindow: Duration = .milliseconds(60)
+
+    /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
+    /// it is matched against the addresses of the devices discovery finds.)
+    public static func looksLikeAddress(_ text: String) -> Bool {
+        // http(s):// is a UPnP description; another scheme (mpd://) is a plugin's address.
+        if text.contains("://"), !text.contains(" ") { return true }
+        return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
+    }
+}
