@@ -220,6 +220,52 @@ extension LabTests {
             }
         }
 
+        @Test func theServiceCastsToEveryKindOfDeviceAndEachSaysItPlays() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            let rygel = try Lab.startRygel()
+            try CastReceiverLab.start([])
+            try Lab.control("start-mpd")
+            _ = try? MPC.run("clear")
+            defer {
+                try? Lab.control("stop-rygel")
+                try? Lab.control("stop-cast")
+                try? Lab.control("stop-mpd")
+            }
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 30)
+                    let environment = bus.environment.merging(client) { $1 }
+                    let service = try sandbox.start(["service"], environment: environment)
+                    // Warm: every device there at once.
+                    let wanted = ["\"Lab Renderer\"", "\"\(Lab.rygelName)\"", "\"Lab Cast\"", "\"Lab MPD"]
+                    var listed = ""
+                    let deadline = ContinuousClock.now + .seconds(15)
+                    while !wanted.allSatisfy({ listed.contains($0) }), ContinuousClock.now < deadline {
+                        listed = try await sandbox.run(["devices", "--json", "--timeout", "0"], environment: environment).stdout
+                        try await Task.sleep(for: .milliseconds(200))
+                    }
+                    #expect(wanted.allSatisfy { listed.contains($0) }, "the service lists the four devices: \(listed)")
+                    let targets: [(name: String, plays: () throws -> Bool)] = [
+                        (Lab.rendererName, { try Lab.transportState() == "PLAYING" }),
+                        (Lab.rygelName, { try Lab.transportState(at: rygel) == "PLAYING" }),
+                        ("Lab Cast", { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }),
+                        ("Lab MPD", { try MPC.status().contains("[playing]") }),
+                    ]
+                    for target in targets {
+                        let cast = try await sandbox.run(["cast", wav, "--to", target.name, "--detach"], environment: environment, timeout: 30)
+                        #expect(cast.status == 0, "\(target.name): \(cast)")
+                        try await Lab.until("\(target.name) says it plays", within: 5) { try target.plays() }
+                        let stopped = try await sandbox.run(["stop", "--to", target.name], environment: environment)
+                        #expect(stopped.status == 0, "\(target.name): \(stopped)")
+                        try await Lab.until("\(target.name) stops", within: 8) { try !target.plays() }
+                    }
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 10).status == 0)
+                }
+            }
+        }
+
         @Test func theServiceMirrorsAnotherControllersSessionAndRouteWatchSaysSo() async throws {
             try await Lab.stopRenderer()
             try Lab.control("start-renderer")
