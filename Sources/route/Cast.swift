@@ -65,11 +65,11 @@ enum Cast {
                 exit(ExitCode.interrupted.rawValue)
             }
             interrupted.set()
-            Task { try? await session.stop() }
+            Task { try? await session.controls.stop() }
         }
         defer { signals.cancel() }
         let keyTask = keys.map { reader in
-            Task { for await key in reader.keys() { await press(key, on: session) } }
+            Task { for await key in reader.keys() { await press(key, on: session.controls) } }
         }
         let jobControl = keys.map { JobControl(keys: $0, onContinue: {}) }
         defer {
@@ -95,7 +95,7 @@ enum Cast {
                         // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
                         if !printer.show(status), !interrupted.isSet {
                             interrupted.set()
-                            Task { try? await session.stop() }
+                            Task { try? await session.controls.stop() }
                         }
                     case .notice(let words):
                         printError("route cast: \(words)", overStatus: true)
@@ -116,7 +116,7 @@ enum Cast {
         return interrupted.isSet ? .interrupted : code
     }
 
-    private static func press(_ key: CastKey, on session: some DrivenCast) async {
+    private static func press(_ key: CastKey, on session: any CastControls) async {
         do {
             switch key {
             case .togglePause: try await session.togglePause()
@@ -134,10 +134,8 @@ enum Cast {
     }
 }
 
-/// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
-protocol DrivenCast: Sendable {
-    /// Statuses and notices in order, for one reader; ends with the cast.
-    func playbackEvents() -> AsyncStream<QueuedCast.Event>
+/// The keys' commands, as a session in this process and one the route service plays both take them.
+protocol CastControls: Sendable {
     func togglePause() async throws
     func seek(_ target: SeekTarget) async throws
     func changeVolume(by step: Double) async throws
@@ -146,14 +144,20 @@ protocol DrivenCast: Sendable {
     func stop() async throws
 }
 
+extension QueueSession: CastControls {}
+extension RemoteSession: CastControls {}
+
+/// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
+protocol DrivenCast: Sendable {
+    /// Statuses and notices in order, for one reader; ends with the cast.
+    func playbackEvents() -> AsyncStream<QueuedCast.Event>
+    /// Where the keys and signals send their commands.
+    var controls: any CastControls { get }
+}
+
 extension QueuedCast: DrivenCast {
     func playbackEvents() -> AsyncStream<QueuedCast.Event> { events }
-    func togglePause() async throws { try await session.togglePause() }
-    func seek(_ target: SeekTarget) async throws { try await session.seek(target) }
-    func changeVolume(by step: Double) async throws { try await session.changeVolume(by: step) }
-    func toggleMute() async throws { try await session.toggleMute() }
-    func next() async throws { try await session.next() }
-    func stop() async throws { try await session.stop() }
+    var controls: any CastControls { session }
 }
 
 /// The options of `cast` beyond the device: `--via`, `--subtitles`/`--no-subtitles`, `--image-duration`, and

@@ -98,10 +98,5 @@ final class ServiceCast: DrivenCast {
         return .success
     }
 
-    func togglePause() async throws { try await session.togglePause() }
-    func seek(_ target: SeekTarget) async throws { try await session.seek(target) }
-    func changeVolume(by step: Double) async throws { try await session.changeVolume(by: step) }
-    func toggleMute() async throws { try await session.toggleMute() }
-    func next() async throws { try await session.next() }
-    func stop() async throws { try await session.stop() }
+    var controls: any CastControls { session }
 }
