@@ -65,14 +65,11 @@ public struct RouteServiceError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Route's values as D-Bus values and back: a value goes as the D-Bus form of its JSON — objects as a{sv}, arrays of
-/// strings as `as`, arrays of objects as aa{sv}, integers as `x`, other numbers as `d`, no entry for null.
+/// strings as `as`, arrays of objects as aa{sv}, integers as `x`, floating point as `d`, no entry for null (DBusEncoder);
+/// it comes back through JSON.
 public enum DBusCoding {
     /// `value` as a D-Bus value.
-    public static func encode<T: Encodable>(_ value: T) throws -> DBusValue {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        return dbus(try JSONDecoder().decode(JSONValue.self, from: try encoder.encode(value)))
-    }
+    public static func encode<T: Encodable>(_ value: T) throws -> DBusValue { try DBusEncoder.encode(value) }
 
     /// A value of `type` from what `encode` made (a variant is unwrapped).
     /// - Throws: `DecodingError` when the value does not hold one.
@@ -80,26 +77,6 @@ public enum DBusCoding {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try decoder.decode(type, from: try JSONEncoder().encode(json(value)))
-    }
-
-    private static func dbus(_ value: JSONValue) -> DBusValue {
-        switch value {
-        case .null: return .strings([])
-        case .bool(let flag): return .boolean(flag)
-        case .integer(let number): return .int64(number)
-        case .number(let number): return .double(number)
-        case .string(let text): return .string(text)
-        case .object(let entries):
-            return .dictionary(entries.compactMapValues { $0 == .null ? nil : dbus($0) })
-        case .array(let elements):
-            if elements.allSatisfy({ if case .string = $0 { return true }; return false }) {
-                return .strings(elements.compactMap { if case .string(let text) = $0 { return text }; return nil })
-            }
-            if elements.allSatisfy({ if case .object = $0 { return true }; return false }) {
-                return .array(elementType: "a{sv}", elements.map(dbus))
-            }
-            return .array(elementType: "v", elements.map { .variant(dbus($0)) })
-        }
     }
 
     private static func json(_ value: DBusValue) -> JSONValue {
@@ -119,20 +96,9 @@ public enum DBusCoding {
     }
 }
 
-/// A JSON document's value, read exactly (a boolean is not a number).
-private enum JSONValue: Codable, Equatable {
+/// A D-Bus value as the JSON document a decoder reads.
+private enum JSONValue: Encodable {
     case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let flag = try? container.decode(Bool.self) { self = .bool(flag) }
-        else if let number = try? container.decode(Int64.self) { self = .integer(number) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else if let text = try? container.decode(String.self) { self = .string(text) }
-        else if let list = try? container.decode([JSONValue].self) { self = .array(list) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()

@@ -174,12 +174,17 @@ public actor MediaRouter {
 
     /// `device` as it is once its routes of `providers` had a moment to arrive: two providers find one TV at nearly
     /// the same time, and a file should go over the route that plays it best, not the one that answered first. Waits
-    /// at most `window`, and not at all when those providers already reach it or fewer than two are asked for.
+    /// at most `window` from when the device was first listed, and not at all when those providers already reach it or
+    /// fewer than two are asked for.
     /// Discovery must be running.
     public nonisolated func settled(_ device: MediaDevice, waitingFor providers: Set<String>, within window: Duration) async -> MediaDevice {
         func complete(_ device: MediaDevice) -> Bool { providers.isSubset(of: Set(device.routes.map(\.provider))) }
-        guard providers.count > 1, !complete(device) else { return device }
         let ids = Set(device.routes.map(\.id))
+        // A device listed for a while has had its moment: a warm service answers at once.
+        let known = table.age(ofOldest: ids) ?? .zero
+        guard providers.count > 1, !complete(device), known < window else {
+            return devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
+        }
         let updates = deviceUpdates()
         let latest = await withTaskGroup(of: MediaDevice?.self) { group -> MediaDevice? in
             group.addTask {
@@ -192,7 +197,7 @@ public actor MediaRouter {
                 return latest
             }
             group.addTask {
-                try? await Task.sleep(for: window)
+                try? await Task.sleep(for: window - known)
                 return nil
             }
             let first = await group.next() ?? nil
@@ -245,6 +250,8 @@ final class RouteTable: Sendable {
         var routes: [String: [MediaRoute]] = [:]
         var statuses: [String: ProviderStatus] = [:]
         var generations: [String: Int] = [:]
+        /// When each listed route (by id) was first published.
+        var firstSeen: [String: ContinuousClock.Instant] = [:]
     }
     let order: [String]
     private let state = Mutex(State())
@@ -284,6 +291,8 @@ final class RouteTable: Sendable {
         update { state in
             guard state.generations[name] == generation else { return }
             state.routes[name] = routes
+            let now = ContinuousClock.now
+            for route in routes where state.firstSeen[route.id] == nil { state.firstSeen[route.id] = now }
             state.statuses[name]?.state = .running
             state.statuses[name]?.routes = routes.count
         }
@@ -300,9 +309,18 @@ final class RouteTable: Sendable {
         }
     }
 
+    /// How long the earliest listed of these routes has been listed; nil when none is.
+    func age(ofOldest ids: Set<String>) -> Duration? {
+        state.withLock { state in
+            ids.compactMap { state.firstSeen[$0] }.min().map { ContinuousClock.now - $0 }
+        }
+    }
+
     private func update<T>(_ change: (inout State) -> T) -> T {
         state.withLock { state in
             let result = change(&state)
+            let listed = Set(state.routes.values.joined().map(\.id))
+            state.firstSeen = state.firstSeen.filter { listed.contains($0.key) }
             let merged = MediaRouter.merge(order.map { state.routes[$0] ?? [] })
             if merged != devices.latest { devices.send(merged) }
             let list = order.compactMap { state.statuses[$0] }

@@ -30,6 +30,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
         var latest: QueueStatus?
+        /// The device as last encoded: it rarely changes, and a renderer's list of the types it accepts is long.
+        var encodedDevice: (device: MediaDevice, value: DBusValue)?
         /// Why the session was asked to end, when it was.
         var ending: Reason?
     }
@@ -74,11 +76,18 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         // Statuses and notices go out in the order they happened, every one before Ended (the stream ends with the
         // cast); a notice is in the service's log too.
         let forwarded = Task {
+            // Only what changed goes out: a status is many properties, and most of them stay as they were.
+            var sent = properties(of: initial)
             for await event in cast.events {
                 switch event {
                 case .status(let status):
                     state.withLock { $0.latest = status }
-                    bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: properties(of: status))
+                    let now = properties(of: status)
+                    let changed = now.filter { sent[$0.key] != $0.value }
+                    sent = now
+                    if !changed.isEmpty {
+                        bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: changed)
+                    }
                 case .notice(let words):
                     printError("route service: \(device.name): \(words)")
                     bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Notice", arguments: [.string(words)])
@@ -177,7 +186,15 @@ final class ServiceSession: Sendable, DBusObjectHandler {
             "Volume": .double(playback.volume ?? -1), "Muted": .boolean(playback.muted ?? false), "AllowedCommands": .strings(allowed),
         ]
         if let value = try? DBusCoding.encode(status) { values["Status"] = value }
-        if let value = try? DBusCoding.encode(status.device) { values["Device"] = value }
+        if let value = encoded(status.device) { values["Device"] = value }
         return values
+    }
+
+    /// `device` as a D-Bus value, encoded again only when it changed.
+    private func encoded(_ device: MediaDevice) -> DBusValue? {
+        if let cached = state.withLock({ $0.encodedDevice }), cached.device == device { return cached.value }
+        guard let value = try? DBusCoding.encode(device) else { return nil }
+        state.withLock { $0.encodedDevice = (device, value) }
+        return value
     }
 }

@@ -153,6 +153,37 @@ extension MediaRoute {
         #expect(elapsed < .seconds(15), "waited \(elapsed) for a device sent after 0.3 s; the timeout was 20 s")
     }
 
+    @Test func settledWaitsForTheOtherProvidersRouteOfANewDevice() async throws {
+        let tvAgain = route("Kitchen TV (Cast)", id: "cast-tv", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:07"])
+        let router = MediaRouter(providers: [
+            FixedProvider(name: "upnp", script: [(0, [tv])]),
+            FixedProvider(name: "cast", script: [(0.3, [tvAgain])]),
+        ])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let found = try await router.waitForDevice(matching: "Kitchen TV", timeout: 20)
+        let settled = await router.settled(found, waitingFor: ["upnp", "cast"], within: .seconds(20))
+        #expect(settled.routes.map(\.provider) == ["upnp", "cast"], "the Cast route 0.3 s later was not waited for")
+    }
+
+    @Test func aDeviceListedLongerThanTheWindowIsNotWaitedFor() async throws {
+        // What a warm service asks: the device has been listed for longer than the window, so its other routes
+        // had their moment; a Cast route that never comes is not waited for again.
+        let router = MediaRouter(providers: [
+            FixedProvider(name: "upnp", script: [(0, [tv])]),
+            FixedProvider(name: "cast", script: []),
+        ])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let found = try await router.waitForDevice(matching: "Kitchen TV", timeout: 20)
+        try await Task.sleep(for: .seconds(3))
+        let start = ContinuousClock.now
+        let settled = await router.settled(found, waitingFor: ["upnp", "cast"], within: .seconds(3))
+        let elapsed = ContinuousClock.now - start
+        #expect(settled.id == "upnp:uuid:tv")
+        #expect(elapsed < .seconds(2.5), "waited \(elapsed) for a device listed for 3 s with a 3 s window")
+    }
+
     @Test func aPrefixWaitsForDiscoverySoALaterNamesakeMakesItAmbiguous() async throws {
         let gardenLight = route("Garden Light", id: "upnp-garden-light")
         let router = MediaRouter(providers: [
