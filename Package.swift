@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "CCastMessage", dependencies: ["CProtobufC"], exclude: ["cast_channel.proto"]),
         .target(
             name: "CRouteShim",
-            dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"]
+            dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp"]
         ),
         .target(name: "RouteCore", swiftSettings: swift6),
         // GLib's main loop, GError and D-Bus (GIO alone: what the client library links), and the libsoup HTTP client.
@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "RouteGLib", dependencies: ["CSoup", "RouteGIO"], swiftSettings: swift6),
         .target(
             name: "RouteMedia",
-            dependencies: ["RouteCore", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CSoup"],
+            dependencies: ["RouteCore", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp"],
             swiftSettings: swift6
         ),
         .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),

@@ -1,8 +1,6 @@
-// MediaServer: the HTTP server devices fetch media from (libsoup-3): per-item token URLs, Range/206,
-// HEAD, DLNA headers, streamed from disk in fixed-size chunks so memory stays flat.
+// MediaServer: the HTTP server devices fetch media from (libsoup-3, through RouteGLib's HTTPServer): per-item token
+// URLs, Range/206, HEAD, DLNA headers, streamed from disk in fixed-size chunks so memory stays flat.
 
-import CRouteShim
-import CSoup
 import RouteGIO
 import RouteGLib
 import Foundation
@@ -236,369 +234,167 @@ final class ConnectionLimits: Sendable {
     }
 }
 
-/// The libsoup side: one SoupServer on one GLib loop, answering requests on that loop's thread.
-final class ServerCore: @unchecked Sendable {
-    // Safety: everything mutable is created, used and released only on `loop`'s thread.
+/// One loop's server for the offers (libsoup itself is behind `HTTPServer`).
+final class ServerCore: Sendable {
+    private let server: HTTPServer
+
+    init(loop: GLibLoop, offers: OfferTable, limits: ConnectionLimits, log: RouteLog) {
+        let admission = HTTPAdmission(requestTimeout: ConnectionLimits.requestTimeout, admit: { limits.admit($0) },
+                                      release: { limits.release($0) })
+        let responder = OfferResponder(loop: loop, offers: offers, log: log)
+        server = HTTPServer(loop: loop, serverHeader: "route ", admission: admission) { responder.answer($0) }
+    }
+
+    /// Starts accepting from a duplicate of `fd`. Loop thread only.
+    /// - Throws: `MediaError.server` when the server cannot start.
+    func start(listening fd: Int32) throws {
+        do { try server.start(listening: fd) } catch { throw MediaError.server(String(describing: error)) }
+    }
+
+    /// Stops serving (any thread).
+    func close() { server.close() }
+}
+
+/// What each request gets: the offer's bytes, a range of them, or a conversion's stream, with DLNA and CORS headers;
+/// anything else is 404.
+struct OfferResponder: Sendable {
     let loop: GLibLoop
     let offers: OfferTable
-    let limits: ConnectionLimits
     /// Where a conversion that fails while it is served is said.
     let log: RouteLog
-    private var server: UnsafeMutablePointer<SoupServer>?
-    private var listener: UnsafeMutablePointer<GSocket>?
-    private var sources: [UnsafeMutablePointer<GSource>] = []
-    /// The connections this loop accepted, by the client's `address:port`.
-    private var connections: [String: Connection] = [:]
-
-    private struct Connection {
-        /// Our own reference to the connection's socket, to notice when libsoup has closed it.
-        let socket: UnsafeMutablePointer<GSocket>
-        let client: String
-        /// Since when a request is awaited on it (nil while one is being answered).
-        var awaitingSince: ContinuousClock.Instant?
-    }
 
     /// Bytes read from disk and handed to libsoup at a time.
     static let chunkSize = 256 * 1024
 
-    /// Whether libsoup may keep connections open between requests: before 3.3, a kept-alive connection that
-    /// the client closes is never closed on our side (it stays in CLOSE-WAIT and holds its descriptor for
-    /// ever; fixed by libsoup's d20c6601, in 3.3.0), so every response there says `Connection: close`.
-    static let keepAlive = soup_check_version(3, 3, 0) != 0
-
-    init(loop: GLibLoop, offers: OfferTable, limits: ConnectionLimits, log: RouteLog) {
-        self.loop = loop
-        self.offers = offers
-        self.limits = limits
-        self.log = log
-    }
-
-    /// Creates the server and starts accepting from a duplicate of `fd`. Loop thread only.
-    func start(listening fd: Int32) throws {
-        guard let object = g_object_new_with_properties(soup_server_get_type(), 0, nil, nil) else {
-            throw MediaError.server("libsoup could not create a server")
-        }
-        let server = UnsafeMutableRawPointer(object).assumingMemoryBound(to: SoupServer.self)
-        self.server = server
-        route_object_set_string(object, "server-header", "route ")
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        soup_server_add_handler(server, nil, { _, message, path, query, data in
-            guard let message, let path, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().answer(message, path: String(cString: path), query: query)
-        }, Unmanaged.passRetained(self).toOpaque(), { data in
-            Unmanaged<ServerCore>.fromOpaque(data!).release()
-        })
-        let started: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
-            guard let message, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestStarted(message)
-        }
-        let read: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
-            guard let message, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestRead(message)
-        }
-        let finished: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, message, data in
-            guard let message, let data else { return }
-            Unmanaged<ServerCore>.fromOpaque(data).takeUnretainedValue().requestFinished(message)
-        }
-        route_signal_connect(object, "request-started", unsafeBitCast(started, to: UnsafeRawPointer.self), me)
-        route_signal_connect(object, "request-read", unsafeBitCast(read, to: UnsafeRawPointer.self), me)
-        route_signal_connect(object, "request-finished", unsafeBitCast(finished, to: UnsafeRawPointer.self), me)
-        route_signal_connect(object, "request-aborted", unsafeBitCast(finished, to: UnsafeRawPointer.self), me)
-
-        var error: UnsafeMutablePointer<GError>?
-        let copy = dup(fd)
-        guard copy >= 0, let listener = g_socket_new_from_fd(copy, &error) else {
-            if copy >= 0 { Glibc.close(copy) }
-            disconnect()
-            throw MediaError.server(GLibError("cannot use the listening socket", error).description)
-        }
-        self.listener = listener
-        g_socket_set_blocking(listener, 0)
-        let context = g_main_context_get_thread_default()
-        let accept: @convention(c) (UnsafeMutablePointer<GSocket>?, GIOCondition, UnsafeMutableRawPointer?) -> gboolean = { _, _, data in
-            Unmanaged<ServerCore>.fromOpaque(data!).takeUnretainedValue().acceptAll()
-            return 1 // G_SOURCE_CONTINUE
-        }
-        let acceptSource = g_socket_create_source(listener, G_IO_IN, nil)!
-        g_source_set_callback(acceptSource, unsafeBitCast(accept, to: GSourceFunc.self), me, nil)
-        g_source_attach(acceptSource, context)
-        let sweep: @convention(c) (UnsafeMutableRawPointer?) -> gboolean = { data in
-            Unmanaged<ServerCore>.fromOpaque(data!).takeUnretainedValue().sweep()
-            return 1
-        }
-        let sweepSource = g_timeout_source_new(1000)!
-        g_source_set_callback(sweepSource, sweep, me, nil)
-        g_source_attach(sweepSource, context)
-        sources = [acceptSource, sweepSource]
-    }
-
-    /// Accepts every pending connection and hands it to libsoup, or closes it when its client is over
-    /// the limit (loop thread).
-    private func acceptAll() {
-        guard let listener, let server else { return }
-        while let socket = g_socket_accept(listener, nil, nil) {
-            let remote = g_socket_get_remote_address(socket, nil)
-            let local = g_socket_get_local_address(socket, nil)
-            defer {
-                if let remote { g_object_unref(UnsafeMutableRawPointer(remote)) }
-                if let local { g_object_unref(UnsafeMutableRawPointer(local)) }
-            }
-            let (client, key) = Self.describe(remote)
-            guard let remote, let local, limits.admit(client) else {
-                g_socket_close(socket, nil)
-                g_object_unref(UnsafeMutableRawPointer(socket))
-                continue
-            }
-            // Recorded first: libsoup may read and answer a request that is already waiting before
-            // accept_iostream returns, and the record must be there when it finishes.
-            if let old = connections[key] { forget(key, old) }
-            connections[key] = Connection(socket: g_object_ref(UnsafeMutableRawPointer(socket)).assumingMemoryBound(to: GSocket.self),
-                                          client: client, awaitingSince: .now)
-            let stream = g_socket_connection_factory_create_connection(socket)!
-            g_object_unref(UnsafeMutableRawPointer(socket))
-            var error: UnsafeMutablePointer<GError>?
-            let accepted = soup_server_accept_iostream(server, UnsafeMutableRawPointer(stream).assumingMemoryBound(to: GIOStream.self),
-                                                       local, remote, &error)
-            g_object_unref(UnsafeMutableRawPointer(stream))
-            if accepted == 0 {
-                _ = GLibError("", error)
-                if let connection = connections[key] {
-                    g_socket_close(connection.socket, nil)
-                    forget(key, connection)
-                }
-            }
-        }
-    }
-
-    /// Every second: forgets connections libsoup has closed, and closes those that waited too long for a
-    /// request (loop thread). Closing the socket ends libsoup's read, and libsoup then releases the rest.
-    private func sweep() {
-        let now = ContinuousClock.now
-        for (key, connection) in connections {
-            if g_socket_is_closed(connection.socket) != 0 {
-                forget(key, connection)
-            } else if let since = connection.awaitingSince, now - since > ConnectionLimits.requestTimeout {
-                g_socket_shutdown(connection.socket, 1, 1, nil)
-                connections[key]?.awaitingSince = nil
-            }
-        }
-    }
-
-    private func forget(_ key: String, _ connection: Connection) {
-        connections[key] = nil
-        limits.release(connection.client)
-        g_object_unref(UnsafeMutableRawPointer(connection.socket))
-    }
-
-    private func requestStarted(_ message: OpaquePointer) {
-        let key = Self.describe(soup_server_message_get_remote_address(message)).key
-        connections[key]?.awaitingSince = .now
-    }
-
-    private func requestRead(_ message: OpaquePointer) {
-        let key = Self.describe(soup_server_message_get_remote_address(message)).key
-        connections[key]?.awaitingSince = nil
-    }
-
-    /// Without keep-alive, libsoup closes the connection right after its one request: it stops counting
-    /// against its client now, not at the next sweep (a client fetching in quick succession would hit
-    /// the limit meanwhile).
-    private func requestFinished(_ message: OpaquePointer) {
-        guard !Self.keepAlive else { return }
-        let key = Self.describe(soup_server_message_get_remote_address(message)).key
-        if let connection = connections[key] { forget(key, connection) }
-    }
-
-    /// The client's address alone, and `address:port` (one connection's key).
-    private static func describe(_ address: UnsafeMutablePointer<GSocketAddress>?) -> (client: String, key: String) {
-        guard let address, g_type_check_instance_is_a(UnsafeMutablePointer<GTypeInstance>(OpaquePointer(address)), g_inet_socket_address_get_type()) != 0 else {
-            return ("?", "?")
-        }
-        let inet = UnsafeMutableRawPointer(address).assumingMemoryBound(to: GInetSocketAddress.self)
-        let host = g_inet_socket_address_get_address(inet).flatMap { g_inet_address_to_string($0) }
-        defer { g_free(host) }
-        let client = host.map { String(cString: $0) } ?? "?"
-        return (client, "\(client):\(g_inet_socket_address_get_port(inet))")
-    }
-
-    /// Stops serving (any thread).
-    func close() {
-        _ = try? loop.perform { self.disconnect() }
-    }
-
-    private func disconnect() {
-        for source in sources {
-            g_source_destroy(source)
-            g_source_unref(source)
-        }
-        sources = []
-        if let server {
-            soup_server_disconnect(server)
-            g_object_unref(UnsafeMutableRawPointer(server))
-            self.server = nil
-        }
-        for (key, connection) in connections { forget(key, connection) }
-        if let listener {
-            g_socket_close(listener, nil)
-            g_object_unref(UnsafeMutableRawPointer(listener))
-            self.listener = nil
-        }
-    }
-
     /// Answers one request (loop thread).
-    private func answer(_ message: OpaquePointer, path: String, query: OpaquePointer?) {
-        let method = String(cString: soup_server_message_get_method(message))
-        let response = soup_server_message_get_response_headers(message)
-        if !Self.keepAlive { soup_message_headers_replace(response, "Connection", "close") }
-        let parts = path.split(separator: "/")
+    func answer(_ message: HTTPServerMessage) {
+        let method = message.method
+        if !HTTPServer.keepAlive { message.setHeader("Connection", "close") }
+        let parts = message.path.split(separator: "/")
         guard method == "GET" || method == "HEAD" || method == "OPTIONS", parts.count >= 2, parts.count <= 3, parts[0] == "m",
               let offer = offers.items.withLock({ $0[String(parts[1])] }) else {
-            soup_server_message_set_status(message, 404, nil)
+            message.setStatus(404)
             return
         }
         // Cast receivers are web pages on another origin: their players read items (and text tracks)
         // through CORS, and seek only when they may read Content-Length and Content-Range.
-        soup_message_headers_replace(response, "Access-Control-Allow-Origin", "*")
-        soup_message_headers_replace(response, "Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges")
+        message.setHeader("Access-Control-Allow-Origin", "*")
+        message.setHeader("Access-Control-Expose-Headers", "Content-Length, Content-Range, Accept-Ranges")
         if method == "OPTIONS" {
-            soup_message_headers_replace(response, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-            soup_message_headers_replace(response, "Access-Control-Allow-Headers", "Range, Content-Type")
-            soup_message_headers_replace(response, "Access-Control-Max-Age", "86400")
-            soup_server_message_set_status(message, 204, nil)
+            message.setHeader("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+            message.setHeader("Access-Control-Allow-Headers", "Range, Content-Type")
+            message.setHeader("Access-Control-Max-Age", "86400")
+            message.setStatus(204)
             return
         }
         let token = String(parts[1])
-        soup_message_headers_set_content_type(response, offer.mimeType, nil)
-        soup_message_headers_replace(response, "transferMode.dlna.org", offer.isImage ? "Interactive" : "Streaming")
+        message.setContentType(offer.mimeType)
+        message.setHeader("transferMode.dlna.org", offer.isImage ? "Interactive" : "Streaming")
         switch offer.source {
         case .file(let size):
             answerFile(message, offer: offer, token: token, size: size, head: method == "HEAD")
         case .memory(let data):
             offers.record(token)
-            soup_message_headers_set_content_length(response, goffset(data.count))
-            soup_server_message_set_status(message, 200, nil)
-            guard method == "GET", !data.isEmpty else { return }
-            data.withUnsafeBytes { bytes in
-                soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_COPY,
-                                         bytes.baseAddress, gsize(bytes.count))
-            }
+            message.setContentLength(UInt64(data.count))
+            message.setStatus(200)
+            guard method == "GET" else { return }
+            data.withUnsafeBytes { message.append(copying: $0) }
         case .pipeline(let conversion):
             let duration = conversion.duration
-            soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true))
-            let t = query.flatMap { g_hash_table_lookup($0, "t") }.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
-            let header = soup_message_headers_get_one(soup_server_message_get_request_headers(message), "TimeSeekRange.dlna.org")
-                .map { String(cString: $0) }
+            message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true))
             var start = 0.0
             offers.record(token, problem: access(offer.path, R_OK) == 0 ? nil : "\(offer.path) is gone")
-            switch TimeSeekRequest.parse(query: t, header: header, duration: duration) {
+            switch TimeSeekRequest.parse(query: message.query["t"], header: message.requestHeader("TimeSeekRange.dlna.org"), duration: duration) {
             case .start: break
             case .from(let seconds): start = seconds
             case .unsatisfiable:
-                soup_server_message_set_status(message, 416, nil)
+                message.setStatus(416)
                 return
             }
             if start > 0, let duration {
-                soup_message_headers_replace(response, "TimeSeekRange.dlna.org", TimeSeekRequest.header(start: start, duration: duration))
+                message.setHeader("TimeSeekRange.dlna.org", TimeSeekRequest.header(start: start, duration: duration))
             }
-            soup_message_headers_set_encoding(response, SOUP_ENCODING_CHUNKED)
-            soup_server_message_set_status(message, 200, nil)
+            message.setChunked()
+            message.setStatus(200)
             guard method == "GET" else { return }
             PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start, log: log).attach(to: message)
         }
     }
 
-    private func answerFile(_ message: OpaquePointer, offer: Offer, token: String, size offered: UInt64, head: Bool) {
+    private func answerFile(_ message: HTTPServerMessage, offer: Offer, token: String, size offered: UInt64, head: Bool) {
         // The length now, not when it was offered: a file still being written (a recording) is served as far as it
         // has grown by each request.
         var now = stat()
         let size = stat(offer.path, &now) == 0 ? max(offered, UInt64(max(0, now.st_size))) : offered
-        let request = soup_server_message_get_request_headers(message)
-        let response = soup_server_message_get_response_headers(message)
-        soup_message_headers_replace(response, "Accept-Ranges", "bytes")
-        soup_message_headers_replace(response, "contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: false))
+        message.setHeader("Accept-Ranges", "bytes")
+        message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: false))
         var start: UInt64 = 0
         var length = size
-        switch ByteRangeRequest.parse(soup_message_headers_get_one(request, "Range").map { String(cString: $0) }, size: size) {
+        switch ByteRangeRequest.parse(message.requestHeader("Range"), size: size) {
         case .whole:
-            soup_server_message_set_status(message, 200, nil)
+            message.setStatus(200)
         case .part(let first, let last):
             start = first
             length = last - first + 1
-            soup_message_headers_set_content_range(response, goffset(first), goffset(last), goffset(size))
-            soup_server_message_set_status(message, 206, nil)
+            message.setContentRange(first: first, last: last, size: size)
+            message.setStatus(206)
         case .unsatisfiable:
-            soup_message_headers_replace(response, "Content-Range", "bytes */\(size)")
-            soup_server_message_set_status(message, 416, nil)
+            message.setHeader("Content-Range", "bytes */\(size)")
+            message.setStatus(416)
             return
         }
-        soup_message_headers_set_content_length(response, goffset(length))
+        message.setContentLength(length)
         guard access(offer.path, R_OK) == 0 else {
             // The file went away after it was offered: the device cannot have it.
             offers.record(token, problem: "\(offer.path) is gone")
-            soup_message_headers_set_content_length(response, 0)
-            soup_server_message_set_status(message, 404, nil)
+            message.setContentLength(0)
+            message.setStatus(404)
             return
         }
         offers.record(token)
         guard !head, length > 0 else { return }
         let fd = open(offer.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            soup_message_headers_set_content_length(response, 0)
-            soup_server_message_set_status(message, 404, nil)
+            message.setContentLength(0)
+            message.setStatus(404)
             return
         }
-        FileStream(fd: fd, offset: start, remaining: length).attach(to: message)
+        FileStream(fd: fd, offset: start, remaining: length, message: message).start()
     }
 }
 
 /// Feeds one response body from a file, a chunk at a time: the next chunk is read when libsoup
-/// reports the previous one written ("wrote-chunk"), so at most two chunks are in memory.
+/// reports the previous one written, so at most two chunks are in memory.
 private final class FileStream {
     let fd: Int32
     var offset: UInt64
     var remaining: UInt64
+    let message: HTTPServerMessage
 
-    init(fd: Int32, offset: UInt64, remaining: UInt64) {
+    init(fd: Int32, offset: UInt64, remaining: UInt64, message: HTTPServerMessage) {
         self.fd = fd
         self.offset = offset
         self.remaining = remaining
+        self.message = message
     }
 
-    /// Starts streaming into `message`; the stream frees itself when the message finishes.
-    func attach(to message: OpaquePointer) {
-        let body = soup_server_message_get_response_body(message)
-        soup_message_body_set_accumulate(body, 0)
-        let me = Unmanaged.passRetained(self).toOpaque()
-        let wroteChunk: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { message, data in
-            guard let message, let data else { return }
-            Unmanaged<FileStream>.fromOpaque(data).takeUnretainedValue().appendChunk(to: message)
-        }
-        let finished: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
-            guard let data else { return }
-            let stream = Unmanaged<FileStream>.fromOpaque(data).takeRetainedValue()
-            close(stream.fd)
-        }
-        route_signal_connect(UnsafeMutableRawPointer(message), "wrote-chunk", unsafeBitCast(wroteChunk, to: UnsafeRawPointer.self), me)
-        route_signal_connect(UnsafeMutableRawPointer(message), "finished", unsafeBitCast(finished, to: UnsafeRawPointer.self), me)
-        appendChunk(to: message)
+    /// Starts streaming; the stream lives until the response is done or the client left, then closes its file.
+    func start() {
+        message.stream(wroteChunk: { self.appendChunk() }, finished: { close(self.fd) })
+        appendChunk()
     }
 
-    private func appendChunk(to message: OpaquePointer) {
+    private func appendChunk() {
         guard remaining > 0 else { return }
-        let body = soup_server_message_get_response_body(message)
-        let want = Int(min(UInt64(ServerCore.chunkSize), remaining))
-        guard let buffer = g_malloc(gsize(want)) else { return }
-        let got = pread(fd, buffer, want, off_t(offset))
+        let got = message.append(readingFrom: fd, offset: offset, count: Int(min(UInt64(OfferResponder.chunkSize), remaining)))
         guard got > 0 else {
             // The file shrank or vanished under us: end the body short; the client sees a short read.
-            g_free(buffer)
             remaining = 0
-            soup_message_body_complete(body)
+            message.completeBody()
             return
         }
         offset += UInt64(got)
         remaining -= UInt64(got)
-        soup_message_body_append(body, SOUP_MEMORY_TAKE, buffer, gsize(got))
-        if remaining == 0 { soup_message_body_complete(body) }
+        if remaining == 0 { message.completeBody() }
     }
 }

@@ -6,7 +6,6 @@ import RouteGIO
 import RouteGLib
 import CGStreamerApp
 import CRouteShim
-import CSoup
 import Foundation
 import RouteCore
 import Synchronization
@@ -37,7 +36,7 @@ final class PipelineStream: @unchecked Sendable {
     private let window = NSCondition()
     private nonisolated(unsafe) var inFlight = 0
     private let finished = Atomic<Bool>(false)
-    private nonisolated(unsafe) var message: OpaquePointer?
+    private nonisolated(unsafe) var message: HTTPServerMessage?
     private static let maxInFlight = 16
     private let log: RouteLog
 
@@ -50,25 +49,14 @@ final class PipelineStream: @unchecked Sendable {
     }
 
     /// Takes over the response of `message` (loop thread).
-    func attach(to message: OpaquePointer) {
+    func attach(to message: HTTPServerMessage) {
         self.message = message
-        g_object_ref(UnsafeMutableRawPointer(message))
-        soup_message_body_set_accumulate(soup_server_message_get_response_body(message), 0)
-        let me = Unmanaged.passRetained(self).toOpaque()
-        let wroteChunk: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
-            guard let data else { return }
-            Unmanaged<PipelineStream>.fromOpaque(data).takeUnretainedValue().chunkWritten()
-        }
-        let finishedSignal: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, data in
-            guard let data else { return }
-            let stream = Unmanaged<PipelineStream>.fromOpaque(data).takeRetainedValue()
-            stream.finished.store(true, ordering: .sequentiallyConsistent)
-            stream.chunkWritten()
-        }
-        route_signal_connect(UnsafeMutableRawPointer(message), "wrote-chunk", unsafeBitCast(wroteChunk, to: UnsafeRawPointer.self), me)
-        route_signal_connect(UnsafeMutableRawPointer(message), "finished", unsafeBitCast(finishedSignal, to: UnsafeRawPointer.self), me)
+        message.stream(wroteChunk: { self.chunkWritten() }, finished: {
+            self.finished.store(true, ordering: .sequentiallyConsistent)
+            self.chunkWritten()
+        })
         // Hold the response until the pipeline has produced data (or failed, which becomes a 500).
-        soup_server_message_pause(message)
+        message.pause()
         let thread = Thread { [self] in pump() }
         thread.name = "route-transcode"
         thread.start()
@@ -142,8 +130,8 @@ final class PipelineStream: @unchecked Sendable {
                 nonisolated(unsafe) let chunk = bytes
                 loop.async { [self] in
                     guard let message, !isFinished else { g_free(chunk); return }
-                    soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_TAKE, chunk, size)
-                    soup_server_message_unpause(message)
+                    message.append(taking: chunk, count: Int(size))
+                    message.unpause()
                 }
             } else if gst_app_sink_is_eos(appsink) != 0 {
                 return
@@ -166,22 +154,16 @@ final class PipelineStream: @unchecked Sendable {
             guard let message else { return }
             if !isFinished {
                 if failure != nil, afterData {
-                    if let connection = soup_server_message_steal_connection(message) {
-                        g_io_stream_close(connection, nil, nil)
-                        g_object_unref(UnsafeMutableRawPointer(connection))
-                    }
+                    message.closeConnection()
                 } else {
                     if failure != nil {
-                        let headers = soup_server_message_get_response_headers(message)
-                        soup_server_message_set_status(message, 500, nil)
-                        soup_message_headers_set_encoding(headers, SOUP_ENCODING_CONTENT_LENGTH)
-                        soup_message_headers_set_content_length(headers, 0)
+                        message.setStatus(500)
+                        message.setContentLength(0)
                     }
-                    soup_message_body_complete(soup_server_message_get_response_body(message))
-                    soup_server_message_unpause(message)
+                    message.completeBody()
+                    message.unpause()
                 }
             }
-            g_object_unref(UnsafeMutableRawPointer(message))
             self.message = nil
         }
     }

@@ -1,4 +1,4 @@
-// CRouteShim: the few C entry points Swift cannot import from GLib, GStreamer and libsoup
+// CRouteShim: the few C entry points Swift cannot import from GLib and GStreamer
 // (variadic functions and function-like macros). Every name is prefixed `route_`.
 #ifndef ROUTE_SHIM_H
 #define ROUTE_SHIM_H
@@ -6,7 +6,6 @@
 #include <gst/gst.h>
 #include <gst/pbutils/pbutils.h>
 #include <gst/app/app.h>
-#include <libsoup/soup.h>
 
 /// g_object_set is variadic: one typed setter per property kind.
 void route_object_set_string(gpointer object, const char *property, const char *value);
