@@ -220,6 +220,55 @@ extension LabTests {
             }
         }
 
+        /// A renderer unplugged mid-session (SIGKILL, no byebye): the session ends with the line and exit code an in-process
+        /// cast gives, its object and its Ended reason say why, and the service goes on (another session plays).
+        @Test func aRendererThatVanishesMidSessionEndsItAndNothingElse() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            defer { try? Lab.control("start-renderer") }
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try tone(sandbox, seconds: 40)
+                    let service = try await startService(sandbox, bus)
+                    let environment = bus.environment.merging(client) { $1 }
+                    // What the service says on the bus, as any client sees it.
+                    let said = sandbox.root + "/monitor.txt"
+                    FileManager.default.createFile(atPath: said, contents: nil)
+                    let monitor = Process()
+                    monitor.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
+                    monitor.arguments = ["-oL", "gdbus", "monitor", "--session", "--dest", "io.github.route.Route1"]
+                    monitor.environment = ProcessInfo.processInfo.environment.merging(bus.environment) { $1 }
+                    monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: said))
+                    monitor.standardError = FileHandle.nullDevice
+                    try monitor.run()
+                    defer { monitor.terminate() }
+                    let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: environment)
+                    try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
+                    try Lab.control("kill-renderer", "--hard")
+                    let ended = await cast.finish(within: 25)
+                    #expect(ended.status == 1, "\(ended)")
+                    #expect(ended.stderrLines.count == 1 && ended.stderr.contains("Lab Renderer stopped answering"), "\(ended)")
+                    try await Lab.until("the session's Ended signal says it failed", within: 5) {
+                        (try? String(contentsOfFile: said, encoding: .utf8))?.contains("Session.Ended ('failed', 'io.github.route.Route1.Error.") == true
+                    }
+                    let sessions = try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Sessions"])
+                    #expect(sessions.status == 0 && !sessions.text.contains("/session/"), "the ended session is gone: \(sessions.text)")
+                    // Nothing else disturbed: the renderer back, a new session plays through the same service.
+                    try Lab.control("start-renderer")
+                    try await Lab.until("the service lists the renderer again", within: 15) {
+                        try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Devices"])
+                            .text.contains("Lab Renderer")
+                    }
+                    let again = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--detach"], environment: environment, timeout: 30)
+                    #expect(again.status == 0, "\(again)")
+                    #expect(try Lab.transportState() == "PLAYING")
+                    _ = try await sandbox.run(["stop", "--to", Lab.rendererName], environment: environment)
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 8).status == 0)
+                }
+            }
+        }
+
         @Test func theServiceCastsToEveryKindOfDeviceAndEachSaysItPlays() async throws {
             try await Lab.stopRenderer()
             try Lab.control("start-renderer")
