@@ -12,7 +12,7 @@ public enum DeviceLookup {
     public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
         if looksLikeAddress(query) { return try await router.device(at: query) }
         let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
-        if let computer = thisComputer(query, in: local) { return computer }
+        if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
         let found: MediaDevice
         do {
             found = try await router.waitForDevice(matching: query, timeout: timeout)
@@ -30,14 +30,6 @@ public enum DeviceLookup {
     public static func settled(_ device: MediaDevice, router: MediaRouter, providers: [any RouteProvider]) async -> MediaDevice {
         let network = Set(providers.map(\.name).filter { StandardProviders.builtIn.contains($0) && $0 != MediaRoute.localProvider })
         return await router.settled(device, waitingFor: network, within: mergeWindow)
-    }
-
-    /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more
-    /// ("this"), which wins over any device on the network (`--to this` and the picker's `this` mean the same).
-    public static func thisComputer(_ query: String, in local: [MediaDevice]) -> MediaDevice? {
-        guard let (match, hits) = DeviceMatcher.candidates(for: query, in: local), hits.count == 1,
-              match <= .exactName || (match == .prefix && query.count >= 3) else { return nil }
-        return hits[0]
     }
 
     /// Whether `text` is an IPv4 or IPv6 address alone (no port, no scheme).

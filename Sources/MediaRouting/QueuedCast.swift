@@ -5,37 +5,9 @@ import Foundation
 import RouteCore
 import RouteMedia
 
-/// How a cast plays its queue.
-public struct CastSettings: Sendable {
-    /// How long a device may take to start an item.
-    public var startTimeout: Duration
-    /// How long a picture shows before the queue moves on.
-    public var imageDuration: Duration
-    /// The protocol or provider every item must go over, when one is forced.
-    public var via: String?
-    /// Which subtitles go with videos.
-    public var subtitles: Subtitles
-
-    /// Settings; by default 20 s to start, 5 s a picture, any route, subtitles found beside or inside the file.
-    public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5), via: String? = nil,
-                subtitles: Subtitles = .automatic) {
-        self.startTimeout = startTimeout
-        self.imageDuration = imageDuration
-        self.via = via
-        self.subtitles = subtitles
-    }
-}
-
 /// A queue of probed files on one device: the session that plays it, the preparer that serves its files, and what
 /// the session says, in order.
 public struct QueuedCast: Sendable {
-    /// What the session says: a status, or in words what it did on its own (a file skipped, an item sent again
-    /// converted), in the order they happened.
-    public enum Event: Sendable {
-        case status(QueueStatus)
-        case notice(String)
-    }
-
     /// The session playing the queue (not started: `run()`).
     public let session: QueueSession
     /// Serves the queue's files; `close()` it when the session has ended.
@@ -44,8 +16,8 @@ public struct QueuedCast: Sendable {
     public let probes: ProbeAhead
     /// The session's statuses and notices in order, for one reader; ends when `run()` returns. A reader 256 events
     /// behind loses the oldest.
-    public let events: AsyncStream<Event>
-    private let said: AsyncStream<Event>.Continuation
+    public let events: AsyncStream<QueueEvent>
+    private let said: AsyncStream<QueueEvent>.Continuation
 
     /// A cast of `probes` to `device` through `router`'s controllers, its files served by `servers` (shared with other
     /// casts) or by servers of its own that log to `log`.
@@ -53,7 +25,7 @@ public struct QueuedCast: Sendable {
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
                 servers: MediaServers? = nil, log: RouteLog = .discard) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
-        let (events, said) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
         var options = QueueSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
                                           access: { preparer.access(to: $0) }, onSkip: { _, title, error in say("skipping \(title): \(error)") })

@@ -51,6 +51,14 @@ public enum DeviceMatcher {
         }
     }
 
+    /// "This computer" when `query` names it: its name, its id, or a prefix of its name of three letters or more
+    /// ("this"), which wins over any device on the network (`--to this` and the picker's `this` mean the same).
+    public static func thisComputer(_ query: String, in local: [MediaDevice]) -> MediaDevice? {
+        guard let (match, hits) = candidates(for: query, in: local), hits.count == 1,
+              match <= .exactName || (match == .prefix && query.count >= 3) else { return nil }
+        return hits[0]
+    }
+
     /// The one device `query` names, or `RouteError.unknownDevice` / `.ambiguousDevice`.
     public static func pick(_ query: String, in devices: [MediaDevice]) throws(RouteError) -> MediaDevice {
         guard let (_, found) = candidates(for: query, in: devices) else {

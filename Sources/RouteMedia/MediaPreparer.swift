@@ -144,15 +144,7 @@ public final class MediaServers: Sendable {
     }
 }
 
-/// Which subtitles go with a video.
-public enum Subtitles: Sendable, Equatable {
-    /// A `.srt` or `.vtt` beside the file with its base name, else a text stream inside the file.
-    case automatic
-    /// This file (`--subtitles`).
-    case file(String)
-    /// None (`--no-subtitles`).
-    case off
-
+extension Subtitles {
     /// The subtitles for `info`: a path, and whether they are a stream inside that file.
     func source(for info: MediaInfo) -> (path: String, embedded: Bool)? {
         switch self {

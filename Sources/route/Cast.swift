@@ -150,13 +150,13 @@ extension RemoteSession: CastControls {}
 /// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
 protocol DrivenCast: Sendable {
     /// Statuses and notices in order, for one reader; ends with the cast.
-    func playbackEvents() -> AsyncStream<QueuedCast.Event>
+    func playbackEvents() -> AsyncStream<QueueEvent>
     /// Where the keys and signals send their commands.
     var controls: any CastControls { get }
 }
 
 extension QueuedCast: DrivenCast {
-    func playbackEvents() -> AsyncStream<QueuedCast.Event> { events }
+    func playbackEvents() -> AsyncStream<QueueEvent> { events }
     var controls: any CastControls { session }
 }
 
@@ -195,7 +195,7 @@ enum DeviceChoice {
         if let query = parsed["to"] {
             if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
             // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
-            if let computer = DeviceLookup.thisComputer(query, in: local) { return computer }
+            if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let discovery = Task { await router.run() }
             defer { discovery.cancel() }
@@ -240,7 +240,7 @@ enum Picker {
             throw UsageError(description: "no device chosen")
         }
         if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
-        if let computer = DeviceLookup.thisComputer(answer, in: devices.filter { $0.id == LocalProvider.device.id }) { return computer }
+        if let computer = DeviceMatcher.thisComputer(answer, in: devices.filter { $0.routes.contains { $0.provider == MediaRoute.localProvider } }) { return computer }
         return try DeviceMatcher.pick(answer, in: devices)
     }
 }

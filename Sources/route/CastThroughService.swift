@@ -71,15 +71,15 @@ enum CastThroughService {
 /// an exit code.
 final class ServiceCast: DrivenCast {
     private let session: RemoteSession
-    private let events: AsyncStream<QueuedCast.Event>
-    private let said: AsyncStream<QueuedCast.Event>.Continuation
+    private let events: AsyncStream<QueueEvent>
+    private let said: AsyncStream<QueueEvent>.Continuation
 
     init(_ session: RemoteSession) {
         self.session = session
-        (events, said) = AsyncStream<QueuedCast.Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
-    func playbackEvents() -> AsyncStream<QueuedCast.Event> { events }
+    func playbackEvents() -> AsyncStream<QueueEvent> { events }
 
     /// Follows the session to its end: the exit code of a queue that played to its end or was stopped (the first
     /// skipped file's, if any).

@@ -66,8 +66,10 @@ enum RouteCommandLine {
           ROUTE_START_TIMEOUT seconds a device may take to start an item (default 20)
           ROUTE_PLUGIN_PATH   colon-separated directories searched first for route-provider-* plugins
           ROUTE_MPD_HOSTS     MPD servers for the mpd plugin: NAME=HOST:PORT, comma-separated
-          ROUTE_SERVICE       off: every command in-process, never through the route service (default: through it
-                              for `devices` when a session bus exists and no --providers is given)
+          ROUTE_SERVICE       off: every command in-process, never through the route service (default: `devices`,
+                              `cast` and `watch` go through it when a session bus exists and no --providers is given;
+                              probe, serve, providers, plugins and browse always run in-process, and pause, stop,
+                              status… talk to the session that plays, wherever it runs)
           ROUTE_DEBUG         upnp, cast, mdns, a plugin's name, or all (comma-separated): trace protocol traffic on stderr
         """
 

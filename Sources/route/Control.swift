@@ -24,7 +24,7 @@ enum Control {
             }
         }
         let sessions = try ControlClient.liveSessions()
-        if command == "status", let query = parsed["to"], DeviceLookup.thisComputer(query, in: [LocalProvider.device]) == nil,
+        if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [LocalProvider.device]) == nil,
            DeviceMatcher.candidates(for: query, in: sessions.map(\.device)) == nil {
             // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
             return try await ObservedStatus.report(query, parsed)

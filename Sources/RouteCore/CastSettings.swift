@@ -1,0 +1,42 @@
+// CastSettings: how a cast plays its queue (start timeout, picture time, a forced route, subtitles), and QueueEvent:
+// what a playing queue says, in order — shared by route's terminal, its service and their clients.
+
+import Foundation
+
+/// How a cast plays its queue.
+public struct CastSettings: Sendable {
+    /// How long a device may take to start an item.
+    public var startTimeout: Duration
+    /// How long a picture shows before the queue moves on.
+    public var imageDuration: Duration
+    /// The protocol or provider every item must go over, when one is forced.
+    public var via: String?
+    /// Which subtitles go with videos.
+    public var subtitles: Subtitles
+
+    /// Settings; by default 20 s to start, 5 s a picture, any route, subtitles found beside or inside the file.
+    public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5), via: String? = nil,
+                subtitles: Subtitles = .automatic) {
+        self.startTimeout = startTimeout
+        self.imageDuration = imageDuration
+        self.via = via
+        self.subtitles = subtitles
+    }
+}
+
+/// Which subtitles go with a video.
+public enum Subtitles: Sendable, Equatable {
+    /// A `.srt` or `.vtt` beside the file with its base name, else a text stream inside the file.
+    case automatic
+    /// This file (`--subtitles`).
+    case file(String)
+    /// None (`--no-subtitles`).
+    case off
+}
+
+/// What a queue's session says: a status, or in words what it did on its own (a file skipped, an item sent again
+/// converted), in the order they happened.
+public enum QueueEvent: Sendable {
+    case status(QueueStatus)
+    case notice(String)
+}
