@@ -14,6 +14,7 @@ let package = Package(
     name: "route",
     products: [
         .executable(name: "route", targets: ["route"]),
+        .executable(name: "route-full", targets: ["route-full"]),
         .library(name: "RouteCore", targets: ["RouteCore"]),
         .library(name: "RouteMedia", targets: ["RouteMedia"]),
         .library(name: "UPnPProvider", targets: ["UPnPProvider"]),
@@ -78,8 +79,13 @@ let package = Package(
         // The README's client example (a test runs it; bench/service counts the libraries it maps).
         .executableTarget(name: "route-client-example", dependencies: ["RouteClient", "RouteCore"], path: "examples/RouteClientExample",
                           swiftSettings: swift6),
-        .executableTarget(name: "route", dependencies: ["RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
-                                                        "RoutePluginHost", "NowPlaying", "MediaRouting"], swiftSettings: swift6),
+        // The CLI: what both executables share (arguments, help, the cast's terminal, the service's paths), the thin
+        // `route` people run (it asks the service, and leaves everything else to route-full), and route-full.
+        .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient"], swiftSettings: swift6),
+        .executableTarget(name: "route", dependencies: ["RouteCLI", "RouteClient", "RouteCore"], swiftSettings: swift6),
+        .executableTarget(name: "route-full", dependencies: ["RouteCLI", "RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider",
+                                                             "MDNSDiscovery", "CastProvider", "RoutePluginHost", "NowPlaying", "MediaRouting"],
+                          swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
         .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",

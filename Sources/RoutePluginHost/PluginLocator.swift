@@ -10,9 +10,9 @@ public struct PluginFile: Sendable, Hashable {
 }
 
 /// Finds plugins: `$ROUTE_PLUGIN_PATH` (colon-separated), `~/.local/lib/route/plugins`,
-/// `PREFIX/lib/route/plugins` (PREFIX: the directory above the one `route` runs from), and the directory
-/// of the `route` executable itself (so a plain `swift build` finds the bundled plugins). The first file of
-/// a name wins, as on `$PATH`.
+/// `PREFIX/lib/route/plugins` (PREFIX: the directory above the one `route` runs from; route-full runs from
+/// PREFIX/lib/route), and the directory of the `route` executable itself (so a plain `swift build` finds the
+/// bundled plugins). The first file of a name wins, as on `$PATH`.
 public enum PluginLocator {
     /// The file name prefix of a plugin.
     public static let prefix = "route-provider-"
@@ -24,8 +24,13 @@ public enum PluginLocator {
         if let home = environment["HOME"], !home.isEmpty { list.append(home + "/.local/lib/route/plugins") }
         if let executable {
             let bin = URL(fileURLWithPath: executable).deletingLastPathComponent()
-            list.append(bin.deletingLastPathComponent().appendingPathComponent("lib/route/plugins").path)
-            list.append(bin.path)
+            if bin.path.hasSuffix("/lib/route") {
+                // route-full, installed in PREFIX/lib/route beside the plugins.
+                list.append(bin.appendingPathComponent("plugins").path)
+            } else {
+                list.append(bin.deletingLastPathComponent().appendingPathComponent("lib/route/plugins").path)
+                list.append(bin.path)
+            }
         }
         var seen = Set<String>()
         return list.map { URL(fileURLWithPath: $0).standardizedFileURL.path }.filter { seen.insert($0).inserted }

@@ -1,10 +1,8 @@
-// The `route` executable's entry point: hands the arguments to RouteCommandLine and exits with its code.
-// (Kept tiny: closures written here would be main-actor isolated, which C callbacks must never be.)
+// The `route` executable people run: a thin front that links no provider, GStreamer, libupnp, OpenSSL or Avahi. It
+// answers through the route service when it can (the device list, a cast) and hands every other command to route-full,
+// with the same arguments in the same process. (Kept tiny: closures written here would be main-actor isolated.)
 
 import Foundation
-import RoutePluginHost
+import RouteCLI
 
-let code = await RouteCommandLine.run(Array(CommandLine.arguments.dropFirst()))
-// Plugins still lingering (or ignoring the end of their stdin) go with route.
-PluginProvider.killAll()
-exit(code.rawValue)
+exit(await RouteCommandLine.run(Array(CommandLine.arguments.dropFirst()), perform: ThinRoute.perform).rawValue)

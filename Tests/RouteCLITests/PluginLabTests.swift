@@ -325,7 +325,7 @@ extension LabTests {
                 let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
                                            ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
                 #expect(install.status == 0, "\(install.text)")
-                for file in ["bin/route", "lib/route/plugins/route-provider-mpd", "share/man/man1/route.1", "share/bash-completion/completions/route",
+                for file in ["bin/route", "lib/route/route-full", "lib/route/plugins/route-provider-mpd", "share/man/man1/route.1", "share/bash-completion/completions/route",
                              "share/zsh/site-functions/_route", "share/fish/vendor_completions.d/route.fish",
                              "lib/systemd/user/route.service",
                              "share/dbus-1/services/io.github.route.Route1.service"] {
@@ -349,6 +349,7 @@ extension LabTests {
                 let uninstall = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path, ["--prefix", prefix, "--uninstall"])
                 #expect(uninstall.status == 0, "\(uninstall.text)")
                 #expect(!FileManager.default.fileExists(atPath: prefix + "/bin/route")
+                        && !FileManager.default.fileExists(atPath: prefix + "/lib/route/route-full")
                         && !FileManager.default.fileExists(atPath: prefix + "/lib/route/plugins/route-provider-mpd")
                         && !FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/route.service")
                         && !FileManager.default.fileExists(atPath: prefix + "/share/dbus-1/services/io.github.route.Route1.service"))

@@ -12,6 +12,48 @@ import Testing
                 "\(RouteBinary.path) is missing; run `swift build --build-tests` first")
     }
 
+    /// The `route` people run links none of the providers' libraries; what it cannot answer through the service it hands
+    /// to route-full, and says so plainly when route-full is missing.
+    @Test func theThinRouteLinksNoProtocolAndHandsTheRestToRouteFull() async throws {
+        let ldd = Process()
+        ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+        ldd.arguments = [RouteBinary.path]
+        let pipe = Pipe()
+        ldd.standardOutput = pipe
+        try ldd.run()
+        let libraries = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        ldd.waitUntilExit()
+        for heavy in ["libgstreamer", "libupnp", "libavahi", "libssl", "libsoup", "libprotobuf-c"] {
+            #expect(!libraries.contains(heavy), "route links \(heavy)")
+        }
+        try await inSandbox { sandbox in
+            // route-full answers what the thin route does not (probe needs GStreamer).
+            let wav = try await sandbox.wav("tone.wav", seconds: 1)
+            let probed = try await sandbox.run(["probe", wav])
+            #expect(probed.status == 0 && probed.stdout.contains("audio/x-wav"), "\(probed)")
+            // Alone, the thin route says what is missing (and still answers help itself).
+            let alone = sandbox.root + "/bin/route"
+            try FileManager.default.createDirectory(atPath: sandbox.root + "/bin", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: RouteBinary.path, toPath: alone)
+            func runAlone(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: alone)
+                process.arguments = arguments
+                let errors = Pipe()
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = errors
+                try process.run()
+                let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                return (process.terminationStatus, text)
+            }
+            #expect(try runAlone(["--help"]).status == 0)
+            let missing = try runAlone(["probe", wav])
+            #expect(missing.status == 1 && missing.stderr.split(separator: "\n").count == 1
+                    && missing.stderr.contains("route-full, which runs this command, is missing"), "\(missing)")
+        }
+    }
+
     @Test func topLevelHelpListsCommandsAndExitCodes() async throws {
         try await inSandbox { sandbox in
             let result = try await sandbox.run(["--help"])

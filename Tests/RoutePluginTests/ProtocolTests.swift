@@ -144,6 +144,9 @@ import Testing
         let found = PluginLocator.find(in: directories)
         #expect(found.map(\.name) == ["one", "two", "four"])
         #expect(found.first?.path == root + "/a/route-provider-one")
+        // route-full, installed in PREFIX/lib/route, searches the same prefix's plugins.
+        let full = PluginLocator.directories(environment: ["HOME": root + "/home"], executable: root + "/prefix/lib/route/route-full")
+        #expect(full == [root + "/home/.local/lib/route/plugins", root + "/prefix/lib/route/plugins"])
     }
 }
 

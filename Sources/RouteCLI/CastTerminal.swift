@@ -1,58 +1,17 @@
-// `route cast`: probe the files, pick the device, and play them as a queue with live status and keys.
+// CastTerminal: the terminal side of `route cast`, wherever the queue plays (in this process or in the route service) —
+// the status line, the keys, the signals that stop it, its options, and the picker.
 
 import Foundation
-import RouteCore
-import RouteMedia
-import MediaRouting
 import RouteClient
-import RoutePluginHost
+import RouteCore
 
-enum Cast {
-    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        // Every file is checked before any device is touched, so a typo costs nothing; the first is probed
-        // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
-        for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
-        let options = try CastOptions(parsed)
-        if parsed.has("detach") || ServiceMode.applies(parsed) {
-            return try await CastThroughService.run(parsed, options: options, detach: parsed.has("detach"))
-        }
-        let probes = ProbeAhead(paths: parsed.positionals)
-        _ = try await probes.info(0)
-        let (router, providers) = try Providers.router(parsed)
-        let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
-        return try await play(probes, on: device, router: router, options: options)
-    }
-
-    /// Plays the queue in this process with status, keys, the control socket and the desktop's controls; the exit
-    /// code (interrupted by a signal, or the code of the first file that had to be skipped).
-    private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
-                             options: CastOptions) async throws -> ExitCode {
-        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
-        defer { cast.preparer.close() }
-        let session = cast.session
-        let control = try SessionControlServer(device: device) { request in
-            await Control.handle(request, session: session)
-        }
-        // Ends with this function, after any reply being written.
-        async let _ = control.run()
-        // On the desktop's media controls while it plays; off the bus when the cast ends. Without a session bus,
-        // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
-        let saysUnavailable = isatty(STDERR_FILENO) == 1
-        let published = Task { @MainActor in
-            await CastPublication.run(session, probes: probes) { reason in
-                if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
-            }
-        }
-        defer { published.cancel() }
-        return try await drive(cast, device: device) {
-            try await cast.run()
-            return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
-        }
-    }
-
+/// Drives a cast from the terminal.
+package enum CastTerminal {
     /// Drives a playing cast from the terminal — the status line, the keys, and the signals that stop it — while `run`
     /// plays it; returns `run`'s exit code, or 130 when a signal stopped it.
-    static func drive(_ session: some DrivenCast, device: MediaDevice, run: () async throws -> ExitCode) async throws -> ExitCode {
+    /// A second Ctrl-C exits at once, after `beforeExit` (plugins this process runs go with it).
+    package static func drive(_ session: some DrivenCast, device: MediaDevice, beforeExit: @escaping @Sendable () -> Void = {},
+                      run: () async throws -> ExitCode) async throws -> ExitCode {
         let interrupted = InterruptFlag()
         let keys = KeyReader.isAvailable ? KeyReader() : nil
         // The first Ctrl-C stops the device and ends the cast; a second one exits at once (a device
@@ -61,7 +20,7 @@ enum Cast {
             if interrupted.isSet {
                 keys?.restore()
                 printError("route cast: interrupted again; exiting without waiting for \(device.name)", overStatus: true)
-                PluginProvider.killAll()
+                beforeExit()
                 exit(ExitCode.interrupted.rawValue)
             }
             interrupted.set()
@@ -132,10 +91,17 @@ enum Cast {
             printError("\(error)", overStatus: true)
         }
     }
+
+    /// Says which device a loosely matching query was taken to mean.
+    package static func sayMeaning(of query: String, _ device: MediaDevice) {
+        if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
+            printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
+        }
+    }
 }
 
 /// The keys' commands, as a session in this process and one the route service plays both take them.
-protocol CastControls: Sendable {
+package protocol CastControls: Sendable {
     func togglePause() async throws
     func seek(_ target: SeekTarget) async throws
     func changeVolume(by step: Double) async throws
@@ -148,24 +114,19 @@ extension QueueSession: CastControls {}
 extension RemoteSession: CastControls {}
 
 /// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
-protocol DrivenCast: Sendable {
+package protocol DrivenCast: Sendable {
     /// Statuses and notices in order, for one reader; ends with the cast.
     func playbackEvents() -> AsyncStream<QueueEvent>
     /// Where the keys and signals send their commands.
     var controls: any CastControls { get }
 }
 
-extension QueuedCast: DrivenCast {
-    func playbackEvents() -> AsyncStream<QueueEvent> { events }
-    var controls: any CastControls { session }
-}
-
 /// The options of `cast` beyond the device: `--via`, `--subtitles`/`--no-subtitles`, `--image-duration`, and
 /// `ROUTE_START_TIMEOUT` (seconds a device may take to start an item; default 20).
-struct CastOptions {
-    let settings: CastSettings
+package struct CastOptions {
+    package let settings: CastSettings
 
-    init(_ parsed: ParsedArguments) throws {
+    package init(_ parsed: ParsedArguments) throws {
         var settings = CastSettings()
         let start = ProcessInfo.processInfo.environment["ROUTE_START_TIMEOUT"].flatMap(Double.init) ?? 20
         settings.startTimeout = .milliseconds(Int(min(3600, max(1, start)) * 1000))
@@ -187,53 +148,13 @@ struct CastOptions {
     }
 }
 
-/// Chooses the device for `cast`: by address (no discovery), by name (local first, then discovery),
-/// or with the picker.
-enum DeviceChoice {
-    static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
-        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
-        if let query = parsed["to"] {
-            if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
-            // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
-            if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
-            guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
-            let discovery = Task { await router.run() }
-            defer { discovery.cancel() }
-            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
-            sayMeaning(of: query, device)
-            return device
-        }
-        guard Providers.discoverNetwork(providers) else {
-            guard let device = local.first else { throw RouteError.unknownDevice(query: "", candidates: []) }
-            return device
-        }
-        let discovery = Task { await router.run() }
-        defer { discovery.cancel() }
-        try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
-        let devices = router.devices
-        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
-        if devices.count == 1 { return devices[0] }
-        guard KeyReader.isAvailable else {
-            throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name))
-        }
-        return try Picker.choose(from: devices)
-    }
-
-    /// Says which device a loosely matching query was taken to mean.
-    static func sayMeaning(of query: String, _ device: MediaDevice) {
-        if let (match, _) = DeviceMatcher.candidates(for: query, in: [device]), match == .close {
-            printError("route: \"\(query)\" is taken to mean \"\(device.name)\"")
-        }
-    }
-}
-
 /// The interactive device picker shown by `cast` on a terminal when several devices exist.
-enum Picker {
-    static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
+package enum Picker {
+    package static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
         printError("Cast to which device?")
         for (index, device) in devices.enumerated() {
             printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocols.joined(separator: ", ")))"
-                       + Devices.alsoNamed(device))
+                       + DeviceList.alsoNamed(device))
         }
         FileHandle.standardError.write(Data("Number or name: ".utf8))
         guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {
@@ -246,21 +167,23 @@ enum Picker {
 }
 
 /// Set once by the signal handler; read at exit to choose exit code 130.
-final class InterruptFlag: @unchecked Sendable {
+package final class InterruptFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    /// A flag not set yet.
+    package init() {}
+    package func set() { lock.withLock { value = true } }
+    package var isSet: Bool { lock.withLock { value } }
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed) handlers that run a closure instead of killing the
 /// process, so a cast can stop the device and restore the terminal.
-final class SignalHandlers: @unchecked Sendable {
+package final class SignalHandlers: @unchecked Sendable {
     // Safety: `sources` is set once in init; DispatchSource is thread-safe.
     private let sources: [any DispatchSourceSignal]
     private static let numbers = [SIGINT, SIGTERM, SIGHUP]
 
-    init(_ handler: @escaping @Sendable () -> Void) {
+    package init(_ handler: @escaping @Sendable () -> Void) {
         sources = Self.numbers.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
@@ -270,7 +193,7 @@ final class SignalHandlers: @unchecked Sendable {
         }
     }
 
-    func cancel() {
+    package func cancel() {
         for source in sources { source.cancel() }
         for number in Self.numbers { signal(number, SIG_DFL) }
     }

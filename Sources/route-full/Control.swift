@@ -1,6 +1,7 @@
 // `route play|pause|stop|status|seek|volume --to DEVICE`: control a running cast from another terminal.
 
 import Foundation
+import RouteCLI
 import MediaRouting
 import RouteCore
 import RouteMedia

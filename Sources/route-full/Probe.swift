@@ -1,6 +1,7 @@
 // `route probe`: prints what a media file contains, as text or JSON.
 
 import Foundation
+import RouteCLI
 import RouteCore
 import RouteMedia
 
@@ -68,11 +69,12 @@ struct ProbeReport: Encodable {
     }
 }
 
-/// JSON for `--json` output: pretty, keys sorted, so scripts and people can both read it.
-enum JSONOutput {
-    static func string<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+extension MediaError: ExitCoded {
+    /// A file route cannot use is bad input; GStreamer, the media server or a device failing to play it is a failure.
+    package var exitCode: ExitCode {
+        switch self {
+        case .pipeline, .server, .unplayable: return .failure
+        default: return .badInput
+        }
     }
 }

@@ -2,6 +2,7 @@
 // manager object apps ask for devices and casts, and the sessions it plays (Documentation/DBUS-API.md).
 
 import Foundation
+import RouteCLI
 import MediaRouting
 import RouteClient
 import RouteCore

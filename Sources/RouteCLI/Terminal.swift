@@ -2,11 +2,10 @@
 
 import Foundation
 import RouteCore
-import RouteMedia
 import Synchronization
 
 /// A key that controls a cast.
-enum CastKey {
+package enum CastKey {
     case togglePause, seekBack, seekForward, volumeUp, volumeDown, toggleMute, next, quit
 }
 
@@ -14,15 +13,15 @@ enum CastKey {
 ///
 /// Restores the terminal on `restore()` and while the process is suspended (Ctrl-Z: `JobControl`).
 /// Ctrl-C still raises SIGINT.
-final class KeyReader: @unchecked Sendable {
+package final class KeyReader: @unchecked Sendable {
     // Safety: `original` is written once before the reader thread starts.
     private var original = termios()
 
     /// Whether stdin is a terminal, i.e. whether keys can be read.
-    static var isAvailable: Bool { isatty(STDIN_FILENO) == 1 }
+    package static var isAvailable: Bool { isatty(STDIN_FILENO) == 1 }
 
     /// Keys as they are pressed, until stdin closes.
-    func keys() -> AsyncStream<CastKey> {
+    package func keys() -> AsyncStream<CastKey> {
         tcgetattr(STDIN_FILENO, &original)
         enterCharacterMode()
         let (stream, continuation) = AsyncStream<CastKey>.makeStream()
@@ -55,25 +54,25 @@ final class KeyReader: @unchecked Sendable {
     }
 
     /// No echo, no line buffering (again, after a suspension).
-    func enterCharacterMode() {
+    package func enterCharacterMode() {
         var raw = original
         raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
         tcsetattr(STDIN_FILENO, TCSANOW, &raw)
     }
 
     /// Puts the terminal back as it was.
-    func restore() {
+    package func restore() {
         tcsetattr(STDIN_FILENO, TCSANOW, &original)
     }
 }
 
 /// Ctrl-Z during a cast: the terminal is given back as it was before the process stops, and character
 /// mode returns when it continues (`fg`); without this, the shell is left with no echo.
-final class JobControl: @unchecked Sendable {
+package final class JobControl: @unchecked Sendable {
     // Safety: the sources are set once in init; DispatchSource is thread-safe.
     private let sources: [any DispatchSourceSignal]
 
-    init(keys: KeyReader, onContinue: @escaping @Sendable () -> Void) {
+    package init(keys: KeyReader, onContinue: @escaping @Sendable () -> Void) {
         signal(SIGTSTP, SIG_IGN)
         let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .global())
         stop.setEventHandler {
@@ -93,7 +92,7 @@ final class JobControl: @unchecked Sendable {
         sources = [stop, resume]
     }
 
-    func cancel() {
+    package func cancel() {
         for source in sources { source.cancel() }
         signal(SIGTSTP, SIG_DFL)
     }
@@ -101,14 +100,14 @@ final class JobControl: @unchecked Sendable {
 
 /// Renders cast status: a live line redrawn in place on a terminal, or one plain line per
 /// state change otherwise (for logs and scripts). Thread-safe: statuses and redraws may come from two tasks.
-final class StatusPrinter: Sendable {
-    let live: Bool
+package final class StatusPrinter: Sendable {
+    package let live: Bool
     private let shown = Mutex<(lastPlain: String?, last: QueueStatus?)>((nil, nil))
 
-    init(live: Bool) { self.live = live }
+    package init(live: Bool) { self.live = live }
 
     /// Shows a status; false when stdout has gone away (a closed pipe), so the cast should end.
-    func show(_ status: QueueStatus) -> Bool {
+    package func show(_ status: QueueStatus) -> Bool {
         shown.withLock { shown in
             shown.last = status
             if live {
@@ -124,7 +123,7 @@ final class StatusPrinter: Sendable {
 
     /// Redraws the live line with the position extrapolated to now (devices report changes, not a moving
     /// position); nothing in plain mode or while not playing.
-    func redraw() {
+    package func redraw() {
         shown.withLock { shown in
             guard live, var status = shown.last, status.playback.state == .playing else { return }
             status.playback = status.playback.at(Date())
@@ -139,14 +138,14 @@ final class StatusPrinter: Sendable {
     }
 
     /// The columns of the terminal on stderr (80 when unknown).
-    static func terminalWidth() -> Int {
+    package static func terminalWidth() -> Int {
         var size = winsize()
         guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
         return Int(size.ws_col)
     }
 
     /// `line` cut to `width` columns (wide characters count two), with "…" when cut.
-    static func fitted(_ line: String, to width: Int) -> String {
+    package static func fitted(_ line: String, to width: Int) -> String {
         func columns(_ character: Character) -> Int { character.unicodeScalars.first.map { isWide($0) ? 2 : 1 } ?? 1 }
         guard line.reduce(0, { $0 + columns($1) }) > width else { return line }
         guard width > 1 else { return "" }
@@ -170,11 +169,11 @@ final class StatusPrinter: Sendable {
     }
 
     /// Ends the live line so the next output starts on a fresh line.
-    func finish() {
+    package func finish() {
         if live { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 
-    static func liveLine(_ s: QueueStatus) -> String {
+    package static func liveLine(_ s: QueueStatus) -> String {
         let symbol: String
         switch s.playback.state {
         case .playing: symbol = "▶"
@@ -196,7 +195,7 @@ final class StatusPrinter: Sendable {
         return line
     }
 
-    static func plainLine(_ s: QueueStatus) -> String {
+    package static func plainLine(_ s: QueueStatus) -> String {
         let queue = s.count > 1 ? " [\(s.index + 1)/\(s.count)]" : ""
         var line = "\(s.playback.state.rawValue): \(s.title)\(queue) on \(s.device.name)"
         if let error = s.playback.error { line += ": \(error)" }

@@ -4,6 +4,7 @@
 // itself, it says what the service mirrors.
 
 import Foundation
+import RouteCLI
 import NowPlaying
 import RoutePluginHost
 import MediaRouting

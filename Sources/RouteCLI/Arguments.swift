@@ -3,52 +3,56 @@
 import Foundation
 
 /// One option a command accepts: `--name VALUE` or a `--flag`.
-struct OptionSpec {
-    let name: String
+package struct OptionSpec {
+    package let name: String
     /// The placeholder shown in help (`NAME`); nil for a flag that takes no value.
-    let value: String?
-    let help: String
+    package let value: String?
+    package let help: String
 }
 
 /// What a command declares: its name, options, positional arguments, help text and examples.
-struct CommandSpec {
-    let name: String
-    let summary: String
+package struct CommandSpec {
+    package let name: String
+    package let summary: String
     /// Positional arguments as shown in the usage line, e.g. `FILE...`.
-    let positionals: String
-    let minPositionals: Int
-    let maxPositionals: Int
-    let options: [OptionSpec]
-    let details: String
-    let examples: [String]
+    package let positionals: String
+    package let minPositionals: Int
+    package let maxPositionals: Int
+    package let options: [OptionSpec]
+    package let details: String
+    package let examples: [String]
 }
 
 /// The parsed command line of one command.
-struct ParsedArguments {
-    var values: [String: String] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
+package struct ParsedArguments {
+    package var values: [String: String] = [:]
+    package var flags: Set<String> = []
+    package var positionals: [String] = []
 
     /// The value of `--name`, if given.
-    subscript(_ name: String) -> String? { values[name] }
+    package subscript(_ name: String) -> String? { values[name] }
     /// Whether `--name` was given.
-    func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
+    package func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
 }
 
 /// A command line that does not fit the command's declaration; exit code 2.
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
+package struct UsageError: Error, CustomStringConvertible {
+    package let description: String
+    /// The error that says `description`.
+    package init(description: String) { self.description = description }
 }
 
 /// This machine is not set up so that route can work safely (its runtime directory, say); exit code 1.
-struct SetupError: Error, CustomStringConvertible {
-    let description: String
+package struct SetupError: Error, CustomStringConvertible {
+    package let description: String
+    /// The error that says `description`.
+    package init(description: String) { self.description = description }
 }
 
 extension CommandSpec {
     /// Parses `arguments` (after the command name). `--help` is left to the caller as a flag.
     /// Accepts `--name value`, `--name=value`, and `--` to end options.
-    func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
+    package func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
         var result = ParsedArguments()
         var index = 0
         var optionsEnded = false
@@ -96,13 +100,13 @@ extension CommandSpec {
     }
 
     /// The one-line usage: `route cast FILE... [--to NAME] …`.
-    var usage: String {
+    package var usage: String {
         let opts = options.map { "[--\($0.name)\($0.value.map { " " + $0 } ?? "")]" }.joined(separator: " ")
         return ["route", name, positionals, opts].filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// The full `--help` text.
-    var help: String {
+    package var help: String {
         var lines = ["\(summary)", "", "Usage: \(usage)"]
         if !details.isEmpty { lines += ["", details] }
         if !options.isEmpty {

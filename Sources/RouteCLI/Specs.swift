@@ -1,7 +1,7 @@
 // Specs: what each `route` command declares — options, arguments, help text, examples.
 
-enum Specs {
-    static let devices = CommandSpec(
+package enum Specs {
+    package static let devices = CommandSpec(
         name: "devices", summary: "list the devices route can cast to", positionals: "", minPositionals: 0, maxPositionals: 0,
         options: [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers],
         details: """
@@ -11,7 +11,7 @@ enum Specs {
         """,
         examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
 
-    static let cast = CommandSpec(
+    package static let cast = CommandSpec(
         name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
                   OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (cast, upnp, local) even where another route plays it better"),
@@ -41,7 +41,7 @@ enum Specs {
             "route cast album/*.flac --to Kitchen --detach",
         ])
 
-    static let service = CommandSpec(
+    package static let service = CommandSpec(
         name: "service", summary: "run the route service: devices, casts and sessions for every app, on the session bus",
         positionals: "", minPositionals: 0, maxPositionals: 0,
         options: [CommonOptions.providers,
@@ -55,7 +55,7 @@ enum Specs {
         """,
         examples: ["route service", "systemctl --user status route", "busctl --user introspect io.github.route.Route1 /io/github/route/Route1"])
 
-    static let watch = CommandSpec(
+    package static let watch = CommandSpec(
         name: "watch", summary: "show what other controllers play on the desktop's media controls", positionals: "",
         minPositionals: 0, maxPositionals: 0,
         options: [CommonOptions.providers, CommonOptions.json],
@@ -69,13 +69,13 @@ enum Specs {
         """,
         examples: ["route watch", "route watch --providers upnp --json"])
 
-    static let probe = CommandSpec(
+    package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file contains", positionals: "FILE", minPositionals: 1, maxPositionals: 1,
         options: [CommonOptions.json],
         details: "Container, MIME type, duration, streams (codec, channels, resolution), tags and cover art, via GStreamer.",
         examples: ["route probe song.mp3", "route probe --json movie.mkv"])
 
-    static let serve = CommandSpec(
+    package static let serve = CommandSpec(
         name: "serve", summary: "serve files over HTTP as route serves them to devices", positionals: "FILE...",
         minPositionals: 1, maxPositionals: .max,
         options: [
@@ -92,7 +92,7 @@ enum Specs {
         examples: ["route serve movie.mkv", "route serve --bind 10.0.0.2 --port 8200 song.flac",
                    "route serve --as audio/mpeg song.flac", "route serve --as video/mp2t movie.mkv"])
 
-    static let providers = CommandSpec(
+    package static let providers = CommandSpec(
         name: "providers", summary: "show each provider's state: running, failed (and why), stopped", positionals: "",
         minPositionals: 0, maxPositionals: 0, options: [CommonOptions.json, CommonOptions.timeout, CommonOptions.providers],
         details: """
@@ -106,7 +106,7 @@ enum Specs {
         """,
         examples: ["route providers", "route providers --json --timeout 5"])
 
-    static let browse = CommandSpec(
+    package static let browse = CommandSpec(
         name: "browse", summary: "print what the shared SSDP and mDNS discovery see, raw, as it arrives", positionals: "TYPE...",
         minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.json, OptionSpec(name: "timeout", value: "SECONDS", help: "stop after this long (default: run until Ctrl-C)")],
@@ -119,7 +119,7 @@ enum Specs {
         examples: ["route browse _googlecast._tcp urn:schemas-upnp-org:device:MediaRenderer:1", "route browse ssdp:all --timeout 5",
                    "route browse _mpd._tcp --json"])
 
-    static let plugins = CommandSpec(
+    package static let plugins = CommandSpec(
         name: "plugins", summary: "list the drop-in plugins route finds, and where it looks", positionals: "", minPositionals: 0,
         maxPositionals: 0, options: [CommonOptions.json],
         details: """
@@ -130,19 +130,19 @@ enum Specs {
         """,
         examples: ["route plugins", "ROUTE_PLUGIN_PATH=~/src/my-plugin route plugins --json"])
 
-    static let completion = CommandSpec(
+    package static let completion = CommandSpec(
         name: "completion", summary: "print shell completions: bash, zsh or fish", positionals: "SHELL", minPositionals: 1, maxPositionals: 1,
         options: [], details: "Generated from the same declarations as --help. `make install` installs all three.",
         examples: ["route completion bash > ~/.local/share/bash-completion/completions/route",
                    "route completion fish > ~/.config/fish/completions/route.fish"])
 
-    static let manpage = CommandSpec(
+    package static let manpage = CommandSpec(
         name: "manpage", summary: "print the man page (roff)", positionals: "", minPositionals: 0, maxPositionals: 0,
         options: [], details: "Generated from the same declarations as --help. `make install` installs it as route(1).",
         examples: ["route manpage | man -l -"])
 
     /// The commands that control a running cast from another terminal.
-    static let controls: [(spec: CommandSpec, command: String)] = [
+    package static let controls: [(spec: CommandSpec, command: String)] = [
         control("play", "resume playback on a device", "", []),
         control("pause", "pause playback on a device", "", []),
         control("stop", "stop playback on a device (ends its `route cast`)", "", []),

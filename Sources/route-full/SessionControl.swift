@@ -2,6 +2,7 @@
 // playing on that device, over a Unix socket in the user's runtime directory (one JSON line each way).
 
 import Foundation
+import RouteCLI
 import RouteCore
 import RouteMedia
 import Synchronization

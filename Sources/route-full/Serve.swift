@@ -1,6 +1,7 @@
 // `route serve`: serves files exactly as a cast would, and prints their URLs (debugging, bench/serve).
 
 import Foundation
+import RouteCLI
 import RouteCore
 import RouteMedia
 

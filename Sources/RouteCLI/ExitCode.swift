@@ -2,10 +2,9 @@
 
 import RouteClient
 import RouteCore
-import RouteMedia
 
 /// The process exit codes `route` uses; listed in `route --help`.
-enum ExitCode: Int32 {
+package enum ExitCode: Int32 {
     case success = 0
     /// Playback failed or a device refused a command.
     case failure = 1
@@ -21,7 +20,7 @@ enum ExitCode: Int32 {
     case interrupted = 130
 
     /// The text for `route --help`.
-    static let documentation = """
+    package static let documentation = """
     Exit codes:
       0    done (a cast played to its end, or a command succeeded)
       1    playback failed or the device refused a command
@@ -33,15 +32,11 @@ enum ExitCode: Int32 {
     """
 
     /// The exit code for an error.
-    init(for error: any Error) {
+    package init(for error: any Error) {
         switch error {
         case is UsageError: self = .usage
         case is SetupError: self = .failure
-        case let error as MediaError:
-            switch error {
-            case .pipeline, .server, .unplayable: self = .failure
-            default: self = .badInput
-            }
+        case let error as any ExitCoded: self = error.exitCode
         case let error as RouteError:
             switch error.code {
             case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
@@ -59,4 +54,9 @@ enum ExitCode: Int32 {
         default: self = .failure
         }
     }
+}
+
+/// An error of a library below the CLI that knows its exit code (RouteMedia's: a bad file is 3).
+package protocol ExitCoded: Error {
+    var exitCode: ExitCode { get }
 }

@@ -2,6 +2,7 @@
 // each provider — the tools for a device that does not show.
 
 import Foundation
+import RouteCLI
 import MediaRouting
 import RouteCore
 import RoutePluginHost

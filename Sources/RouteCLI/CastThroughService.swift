@@ -2,15 +2,14 @@
 // exit codes as in-process, with the session in the service; and `--detach`, which leaves it there.
 
 import Foundation
-import MediaRouting
 import RouteClient
 import RouteCore
 import Synchronization
 
-enum CastThroughService {
+package enum CastThroughService {
     /// Casts the files through the service: until the queue ends (the session ends with this process), or with
     /// `detach` until the device plays.
-    static func run(_ parsed: ParsedArguments, options: CastOptions, detach: Bool) async throws -> ExitCode {
+    package static func run(_ parsed: ParsedArguments, options: CastOptions, detach: Bool) async throws -> ExitCode {
         if parsed["providers"] != nil {
             throw UsageError(description: "--detach casts through the route service, which runs its own providers; drop --providers")
         }
@@ -22,10 +21,10 @@ enum CastThroughService {
             via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
             startTimeout: settings.startTimeout / .seconds(1), endsWithClient: !detach))
         let status = try await remote.status()
-        if let query = parsed["to"] { DeviceChoice.sayMeaning(of: query, status.device) }
+        if let query = parsed["to"] { CastTerminal.sayMeaning(of: query, status.device) }
         if detach { return try await leave(remote) }
         let cast = ServiceCast(remote)
-        return try await Cast.drive(cast, device: status.device) { try await cast.run() }
+        return try await CastTerminal.drive(cast, device: status.device) { try await cast.run() }
     }
 
     /// What names the device for the service: `--to` as given (the service finds it as `route cast` would), else the
@@ -69,22 +68,22 @@ enum CastThroughService {
 
 /// A session the service plays, driven from this terminal: its statuses and notices for the status line, its end as
 /// an exit code.
-final class ServiceCast: DrivenCast {
+package final class ServiceCast: DrivenCast {
     private let session: RemoteSession
     private let events: AsyncStream<QueueEvent>
     private let said: AsyncStream<QueueEvent>.Continuation
 
-    init(_ session: RemoteSession) {
+    package init(_ session: RemoteSession) {
         self.session = session
         (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
-    func playbackEvents() -> AsyncStream<QueueEvent> { events }
+    package func playbackEvents() -> AsyncStream<QueueEvent> { events }
 
     /// Follows the session to its end: the exit code of a queue that played to its end or was stopped (the first
     /// skipped file's, if any).
     /// - Throws: `RouteServiceError` when the session failed or the service stopped under it.
-    func run() async throws -> ExitCode {
+    package func run() async throws -> ExitCode {
         defer { said.finish() }
         for await event in session.events() {
             switch event {
@@ -98,5 +97,5 @@ final class ServiceCast: DrivenCast {
         return .success
     }
 
-    var controls: any CastControls { session }
+    package var controls: any CastControls { session }
 }

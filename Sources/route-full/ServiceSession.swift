@@ -2,6 +2,7 @@
 // MPRIS player, and the control socket that `route pause --to DEVICE` reaches, for as long as it plays.
 
 import Foundation
+import RouteCLI
 import MediaRouting
 import RouteClient
 import RouteCore

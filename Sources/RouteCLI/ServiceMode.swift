@@ -1,0 +1,28 @@
+// ServiceMode: whether a command goes through the route service or runs in-process (ROUTE_SERVICE, a session bus,
+// --providers), and the connection that starts the service when needed.
+
+import Foundation
+import RouteClient
+
+/// Whether a command goes through the route service, and the connection to it.
+package enum ServiceMode {
+    /// Through the service: a session bus exists, ROUTE_SERVICE is not `off`, and no providers were chosen (the
+    /// service runs its own).
+    package static func applies(_ parsed: ParsedArguments) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        if environment["ROUTE_SERVICE"]?.lowercased() == "off" { return false }
+        if parsed["providers"] != nil || !(environment["ROUTE_PROVIDERS"] ?? "").isEmpty { return false }
+        return RouteServiceClient.sessionBusExists
+    }
+
+    /// A connection to the service, which is started (by the bus, or as `route service --background`) when it is not
+    /// running.
+    package static func connect() async throws -> RouteServiceClient {
+        guard RouteServiceClient.sessionBusExists else {
+            throw SetupError(description: "the route service needs a session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is "
+                + "no $XDG_RUNTIME_DIR/bus); without --detach, route casts in-process")
+        }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return try await RouteServiceClient.connect(starting: executable)
+    }
+}

@@ -1,0 +1,91 @@
+// `route cast`: probe the files, pick the device, and play them as a queue with live status and keys.
+
+import Foundation
+import RouteCLI
+import RouteCore
+import RouteMedia
+import MediaRouting
+import RouteClient
+import RoutePluginHost
+
+enum Cast {
+    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        // Every file is checked before any device is touched, so a typo costs nothing; the first is probed
+        // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
+        for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
+        let options = try CastOptions(parsed)
+        if parsed.has("detach") || ServiceMode.applies(parsed) {
+            return try await CastThroughService.run(parsed, options: options, detach: parsed.has("detach"))
+        }
+        let probes = ProbeAhead(paths: parsed.positionals)
+        _ = try await probes.info(0)
+        let (router, providers) = try Providers.router(parsed)
+        let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
+        return try await play(probes, on: device, router: router, options: options)
+    }
+
+    /// Plays the queue in this process with status, keys, the control socket and the desktop's controls; the exit
+    /// code (interrupted by a signal, or the code of the first file that had to be skipped).
+    private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
+                             options: CastOptions) async throws -> ExitCode {
+        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
+        defer { cast.preparer.close() }
+        let session = cast.session
+        let control = try SessionControlServer(device: device) { request in
+            await Control.handle(request, session: session)
+        }
+        // Ends with this function, after any reply being written.
+        async let _ = control.run()
+        // On the desktop's media controls while it plays; off the bus when the cast ends. Without a session bus,
+        // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
+        let saysUnavailable = isatty(STDERR_FILENO) == 1
+        let published = Task { @MainActor in
+            await CastPublication.run(session, probes: probes) { reason in
+                if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
+            }
+        }
+        defer { published.cancel() }
+        return try await CastTerminal.drive(cast, device: device, beforeExit: { PluginProvider.killAll() }) {
+            try await cast.run()
+            return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
+        }
+    }
+}
+
+extension QueuedCast: DrivenCast {
+    package func playbackEvents() -> AsyncStream<QueueEvent> { events }
+    package var controls: any CastControls { session }
+}
+
+/// Chooses the device for `cast`: by address (no discovery), by name (local first, then discovery),
+/// or with the picker.
+enum DeviceChoice {
+    static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
+        if let query = parsed["to"] {
+            if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
+            // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
+            if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
+            guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
+            let discovery = Task { await router.run() }
+            defer { discovery.cancel() }
+            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
+            CastTerminal.sayMeaning(of: query, device)
+            return device
+        }
+        guard Providers.discoverNetwork(providers) else {
+            guard let device = local.first else { throw RouteError.unknownDevice(query: "", candidates: []) }
+            return device
+        }
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
+        let devices = router.devices
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
+        if devices.count == 1 { return devices[0] }
+        guard KeyReader.isAvailable else {
+            throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name))
+        }
+        return try Picker.choose(from: devices)
+    }
+}

@@ -1,0 +1,48 @@
+// ThinRoute: which commands the thin `route` runs itself — those the route service answers — and the hand-over of
+// every other one to route-full.
+
+import Foundation
+import RouteCLI
+import RouteCore
+
+/// The commands `route` runs without route-full.
+enum ThinRoute {
+    /// Runs `name` through the service when it applies and its files are plain; anything else becomes route-full (which
+    /// says what is wrong with a file exactly as it always has).
+    static func perform(_ name: String, _ parsed: ParsedArguments) async throws -> ExitCode {
+        switch name {
+        case "devices" where ServiceMode.applies(parsed):
+            return try await DeviceList.throughService(parsed)
+        case "cast" where (parsed.has("detach") || ServiceMode.applies(parsed)) && parsed.positionals.allSatisfy(isPlainFile):
+            return try await CastThroughService.run(parsed, options: try CastOptions(parsed), detach: parsed.has("detach"))
+        default:
+            FullRoute.exec(CommandLine.arguments)
+        }
+    }
+
+    /// A regular file, not empty, that this user may read.
+    static func isPlainFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_size > 0 && access(path, R_OK) == 0
+    }
+}
+
+/// route-full: beside this executable in a build, in `../lib/route/` once installed (beside the plugins).
+enum FullRoute {
+    /// Replaces this process with route-full running `arguments` (argv, the program's name first).
+    static func exec(_ arguments: [String]) -> Never {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let directory = URL(fileURLWithPath: me).deletingLastPathComponent().path
+        let candidates = [directory + "/route-full", directory + "/../lib/route/route-full"]
+        guard let path = candidates.first(where: { access($0, X_OK) == 0 }) else {
+            printError("route: route-full, which runs this command, is missing (looked for \(candidates.joined(separator: " and "))); "
+                       + "reinstall route")
+            exit(ExitCode.failure.rawValue)
+        }
+        fflush(nil)
+        var argv = arguments.map { strdup($0) } + [nil]
+        execv(path, &argv)
+        printError("route: cannot run \(path): \(String(cString: strerror(errno)))")
+        exit(ExitCode.failure.rawValue)
+    }
+}
