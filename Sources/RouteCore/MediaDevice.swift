@@ -38,6 +38,11 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
     /// the network.
     public static let localProvider = "local"
 
+    /// This computer's own output: plays anything the local GStreamer decodes, with absolute volume (RouteMedia's
+    /// LocalProvider plays it).
+    public static let thisComputer = MediaRoute(provider: localProvider, nativeID: localProvider, name: "This computer", kind: .computer,
+                                                capabilities: .all, volumeControl: .absolute, accepts: .anything)
+
     /// Makes a route; providers call this for each device they reach. `name` comes from the network: it is
     /// cleaned here (no control characters, escape sequences, direction overrides or invisible characters), so
     /// that every list, every match and the JSON of every provider show the same safe name.
@@ -85,6 +90,9 @@ extension MediaRoute {
 /// A value, safe to pass anywhere. `id` is its preferred route's id; `routes` are in the router's provider
 /// order, preferred first, and never empty.
 public struct MediaDevice: Sendable, Hashable, Codable, Identifiable {
+    /// "This computer", with its one route.
+    public static let thisComputer = MediaDevice(routes: [MediaRoute.thisComputer])
+
     /// What sort of thing the device is, for icons and sorting.
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case computer, tv, speaker, receiver

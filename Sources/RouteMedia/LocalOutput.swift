@@ -9,10 +9,9 @@ import Synchronization
 /// The provider of the one local device. Needs no network; its list never changes.
 public struct LocalProvider: RouteProvider {
     /// The local route: plays anything GStreamer decodes, with absolute volume.
-    public static let route = MediaRoute(provider: MediaRoute.localProvider, nativeID: MediaRoute.localProvider, name: "This computer", kind: .computer,
-                                         capabilities: .all, volumeControl: .absolute, accepts: .anything)
+    public static let route = MediaRoute.thisComputer
     /// "This computer", with its one route.
-    public static let device = MediaDevice(routes: [route])
+    public static let device = MediaDevice.thisComputer
 
     public let name = MediaRoute.localProvider
 

@@ -24,7 +24,7 @@ enum RouteCommands {
         case "watch": return try await Watch.run(parsed)
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)
-        default: return try await Control.run(name, parsed)
+        default: return try await Control.run(name, parsed, observe: ObservedStatus.report)
         }
     }
 }

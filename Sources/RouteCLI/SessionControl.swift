@@ -2,35 +2,33 @@
 // playing on that device, over a Unix socket in the user's runtime directory (one JSON line each way).
 
 import Foundation
-import RouteCLI
 import RouteCore
-import RouteMedia
 import Synchronization
 
 /// A request to a running cast.
-struct ControlRequest: Codable {
+package struct ControlRequest: Codable {
     /// `describe`, `status`, `play`, `pause`, `stop`, `seek`, `volume`, `next`.
-    var command: String
+    package var command: String
     /// The argument of `seek` (`+30`, `1:30`) or `volume` (0–100).
-    var value: String?
+    package var value: String?
 }
 
 /// The answer of a running cast.
-struct ControlReply: Codable {
-    var ok: Bool
-    var error: String?
-    var device: MediaDevice?
-    var title: String?
-    var status: PlaybackStatus?
+package struct ControlReply: Codable {
+    package var ok: Bool
+    package var error: String?
+    package var device: MediaDevice?
+    package var title: String?
+    package var status: PlaybackStatus?
 }
 
 /// Where sessions put their sockets: `$ROUTE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/route`, else
 /// `${TMPDIR:-/tmp}/route-UID` — each used only when it is a real directory of this user's that nobody else
 /// can enter (created 0700 when missing). Anything else (another user's, a symlink, mode 777) is refused:
 /// a socket planted there would receive our commands and answer `route status`.
-enum SessionDirectory {
+package enum SessionDirectory {
     /// The directory's path (not checked; `checked()` checks it).
-    static var path: String {
+    package static var path: String {
         let environment = ProcessInfo.processInfo.environment
         if let dir = environment["ROUTE_RUNTIME_DIR"], !dir.isEmpty { return dir }
         if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty { return xdg + "/route" }
@@ -40,7 +38,7 @@ enum SessionDirectory {
 
     /// The directory, created 0700 if missing, once it is known to be private to this user.
     /// - Throws: `SetupError` naming the directory and what is wrong with it.
-    static func checked() throws -> String {
+    package static func checked() throws -> String {
         let path = self.path
         if mkdir(path, 0o700) != 0, errno != EEXIST {
             throw SetupError(description: "cannot make the runtime directory \(path): \(String(cString: strerror(errno))); "
@@ -65,12 +63,12 @@ enum SessionDirectory {
 
     /// The socket of the session casting to a device: named by a hash of the device id (FNV-1a),
     /// since a socket path must fit in 108 bytes and ids (UPnP UDNs) are long.
-    static func socket(for device: MediaDevice) -> String {
+    package static func socket(for device: MediaDevice) -> String {
         path + "/" + StableName.of(device.id) + ".sock"
     }
 
     /// Every session socket present (some may be stale), once the directory is known to be private.
-    static func sockets() throws -> [String] {
+    package static func sockets() throws -> [String] {
         let path = try checked()
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         return names.filter { $0.hasSuffix(".sock") }.sorted().map { path + "/" + $0 }
@@ -78,7 +76,7 @@ enum SessionDirectory {
 }
 
 /// The listening side, run by `route cast` for as long as it plays.
-final class SessionControlServer: @unchecked Sendable {
+package final class SessionControlServer: @unchecked Sendable {
     // Safety: `fd` and `path` are set once in init; `closed` is atomic.
     private let fd: Int32
     private let path: String
@@ -87,7 +85,7 @@ final class SessionControlServer: @unchecked Sendable {
 
     /// Listens for `device` (answering starts with `run()`). Fails when another live `route cast`
     /// already controls that device.
-    init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
+    package init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
         _ = try SessionDirectory.checked()
         path = SessionDirectory.socket(for: device)
         self.handler = handler
@@ -110,7 +108,7 @@ final class SessionControlServer: @unchecked Sendable {
     /// Answers requests, one at a time on a thread of its own, until the task is cancelled; then stops
     /// listening and removes the socket, returning once any reply being answered has been written (so
     /// `route stop` gets its answer before the cast process exits).
-    func run() async {
+    package func run() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
@@ -156,13 +154,13 @@ final class SessionControlServer: @unchecked Sendable {
 }
 
 private final class ReplyBox: @unchecked Sendable {
-    var reply: ControlReply?
+    package var reply: ControlReply?
 }
 
 /// The asking side: one request, one reply.
-enum ControlClient {
+package enum ControlClient {
     /// Sends a request to a session socket and returns its reply; throws when nobody listens.
-    static func send(_ request: ControlRequest, to path: String) throws -> ControlReply {
+    package static func send(_ request: ControlRequest, to path: String) throws -> ControlReply {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         // Longer than a device command may take (5 s for a renderer that does not answer).
@@ -184,7 +182,7 @@ enum ControlClient {
     /// Live sessions and the devices they play on; stale sockets are removed unless `removingStale` is false
     /// (`route watch` only looks: a cast stopped with Ctrl-Z does not answer, and keeps its socket).
     /// - Throws: `SetupError` when the runtime directory is not private.
-    static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
+    package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
                 if removingStale { unlink(path) }
@@ -195,7 +193,7 @@ enum ControlClient {
     }
 
     /// Whether the process at the other end of a Unix socket runs as this user (SO_PEERCRED).
-    static func peerIsUs(_ fd: Int32) -> Bool {
+    package static func peerIsUs(_ fd: Int32) -> Bool {
         // struct ucred (pid, uid, gid): Glibc does not export it without _GNU_SOURCE.
         struct Credentials { var pid: pid_t = 0; var uid: uid_t = 0; var gid: gid_t = 0 }
         var credentials = Credentials()
@@ -206,13 +204,13 @@ enum ControlClient {
 
     /// Reads and writes on a control connection give up after `seconds`: a suspended `route cast`
     /// (Ctrl-Z) or a silent client must not hang the other side.
-    static func setTimeouts(_ fd: Int32, seconds: Int) {
+    package static func setTimeouts(_ fd: Int32, seconds: Int) {
         var limit = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) {
+    package static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) {
         guard var data = try? JSONEncoder().encode(value) else { return }
         data.append(10)
         data.withUnsafeBytes { buffer in
@@ -225,7 +223,7 @@ enum ControlClient {
         }
     }
 
-    static func readLine(_ fd: Int32) -> Data? {
+    package static func readLine(_ fd: Int32) -> Data? {
         var data = Data()
         var byte: UInt8 = 0
         while data.count < 1 << 20, read(fd, &byte, 1) == 1 {

@@ -1,14 +1,14 @@
-// `route play|pause|stop|status|seek|volume --to DEVICE`: control a running cast from another terminal.
+// `route play|pause|stop|status|seek|volume --to DEVICE`: control a running cast from another terminal — the asking
+// side, and the answering side inside the cast.
 
 import Foundation
-import RouteCLI
-import MediaRouting
 import RouteCore
-import RouteMedia
 
-enum Control {
-    /// The asking side: finds the session for `--to` and sends it the command.
-    static func run(_ command: String, _ parsed: ParsedArguments) async throws -> ExitCode {
+package enum Control {
+    /// The asking side: finds the session for `--to` and sends it the command. `route status --to D` when no cast of
+    /// route's plays on D is `observe`'s (it finds D on the network and reads what it plays).
+    package static func run(_ command: String, _ parsed: ParsedArguments,
+                    observe: (_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode) async throws -> ExitCode {
         var request = ControlRequest(command: command, value: parsed.positionals.first)
         if command == "seek", SeekTarget(parsing: request.value ?? "") == nil {
             throw UsageError(description: "\"\(request.value ?? "")\" is not a position; use 90, 1:30, +30 or -10")
@@ -25,10 +25,10 @@ enum Control {
             }
         }
         let sessions = try ControlClient.liveSessions()
-        if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [LocalProvider.device]) == nil,
+        if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [MediaDevice.thisComputer]) == nil,
            DeviceMatcher.candidates(for: query, in: sessions.map(\.device)) == nil {
             // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
-            return try await ObservedStatus.report(query, parsed)
+            return try await observe(query, parsed)
         }
         guard !sessions.isEmpty else {
             throw RouteError.notCasting(query: parsed["to"])
@@ -58,7 +58,7 @@ enum Control {
     }
 
     /// `Living Room: playing Song 1:02 / 3:30  vol 40%`.
-    static func statusLine(device: String, title: String?, status: PlaybackStatus) -> String {
+    package static func statusLine(device: String, title: String?, status: PlaybackStatus) -> String {
         let duration = status.duration.map { " / " + formatClock($0) } ?? ""
         let volume = status.volume.map { "  vol \(Int(($0 * 100).rounded()))%" } ?? ""
             + (status.muted == true ? " (muted)" : "")
@@ -66,7 +66,7 @@ enum Control {
     }
 
     /// The answering side, inside `route cast`: applies a request to the session.
-    static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
+    package static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
         do {
             switch request.command {
             case "describe", "status": break
@@ -93,86 +93,27 @@ enum Control {
     }
 }
 
-/// `route status --to D` when no cast of ours plays on D: finds D on the network and reads what it plays, whichever
-/// controller started it, through the same observation `route watch` uses.
-enum ObservedStatus {
-    /// How long a device may take to say what it plays before it is taken to play nothing.
-    static let listen: Duration = .seconds(2)
-
-    static func report(_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode {
-        let (router, providers) = try Providers.router(parsed)
-        guard Providers.discoverNetwork(providers) else { throw RouteError.notCasting(query: query) }
-        let discovery = Task { await router.run() }
-        defer { discovery.cancel() }
-        let device = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
-        guard let (route, status) = await observe(device, router: router) else { throw RouteError.notCasting(query: query) }
-        let shown = device.preferring(route)
-        if parsed.has("json") {
-            var report = StatusReport(device: shown, title: status.title, status: status)
-            report.controller = status.state == .idle ? nil : "another"
-            print(try JSONOutput.string(report))
-        } else {
-            printOutput(Control.statusLine(device: shown.name, title: status.title, status: status)
-                        + (status.state == .idle ? "" : "  (another controller's session)"))
-        }
-        return .success
-    }
-
-    /// The first route of `device` that can be observed, and what it plays (idle when it says nothing of a session
-    /// within `listen`); nil when no route can be observed.
-    static func observe(_ device: MediaDevice, router: MediaRouter) async -> (MediaRoute, PlaybackStatus)? {
-        for route in device.routes where route.provider != MediaRoute.localProvider {
-            guard let controller = try? await router.controller(for: route) else { continue }
-            guard (try? await controller.observe()) == true else {
-                await controller.close()
-                continue
-            }
-            let updates = controller.statusUpdates()
-            let heard = await withTaskGroup(of: PlaybackStatus?.self) { group -> PlaybackStatus? in
-                group.addTask {
-                    try? await controller.run()
-                    return nil
-                }
-                group.addTask {
-                    for await status in updates where status.state != .idle { return status }
-                    return nil
-                }
-                group.addTask {
-                    try? await Task.sleep(for: listen)
-                    return PlaybackStatus(state: .idle)
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
-            }
-            await controller.close()
-            if let heard { return (route, heard.at(Date())) }
-        }
-        return nil
-    }
-}
-
 /// What `status --json` prints: the device in brief and its playback, with numbers rounded as people read
 /// them (seconds to the millisecond, volume in percent as `route volume` takes it).
-struct StatusReport: Encodable {
-    struct Device: Encodable {
-        let id: String
-        let name: String
-        let protocols: [String]
-        let address: String?
+package struct StatusReport: Encodable {
+    package struct Device: Encodable {
+        package let id: String
+        package let name: String
+        package let protocols: [String]
+        package let address: String?
     }
-    let device: Device?
-    let state: String
-    let title: String?
-    let position: Double
-    let duration: Double?
-    let volume: Int?
-    let muted: Bool?
-    let error: String?
+    package let device: Device?
+    package let state: String
+    package let title: String?
+    package let position: Double
+    package let duration: Double?
+    package let volume: Int?
+    package let muted: Bool?
+    package let error: String?
     /// `another` when the session is another controller's (route only reads it); absent for a cast of route's.
-    var controller: String?
+    package var controller: String?
 
-    init(device: MediaDevice?, title: String?, status: PlaybackStatus) {
+    package init(device: MediaDevice?, title: String?, status: PlaybackStatus) {
         self.device = device.map { Device(id: $0.id, name: $0.name, protocols: $0.protocols, address: $0.address) }
         state = status.state.rawValue
         self.title = title
