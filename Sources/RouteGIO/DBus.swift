@@ -257,13 +257,42 @@ public final class DBusConnection: Sendable {
         }
         // Blocking, with no deadline of its own: the caller runs it on a thread it can give up on (never the D-Bus
         // loop's, which every exported object needs). `isClosed` tells when the bus has gone.
-        var error: UnsafeMutablePointer<GError>?
+        // Made on the D-Bus loop (asynchronously, so the loop never blocks): GDBus tells a connection's end ("closed")
+        // in the main context it was made in, holding a reference until then; made on a thread whose context nobody
+        // runs, every connection ever closed would stay in memory (one per cast's MPRIS player, in a service).
+        let made = ConnectionBox()
         let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
             | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, &error) else {
-            throw DBusError(GLibError("cannot connect to the session bus at \(address)", error).description)
+        try loop.perform {
+            g_dbus_connection_new_for_address(address, flags, nil, nil, { _, result, data in
+                let made = Unmanaged<ConnectionBox>.fromOpaque(data!).takeRetainedValue()
+                var error: UnsafeMutablePointer<GError>?
+                let connection = g_dbus_connection_new_for_address_finish(result, &error)
+                made.finish(connection.map { .success($0) } ?? .failure(GLibError("", error)))
+            }, Unmanaged.passRetained(made).toOpaque())
         }
-        return DBusConnection(connection)
+        switch made.wait() {
+        case .success(let connection): return DBusConnection(connection)
+        case .failure(let error):
+            throw DBusError("cannot connect to the session bus at \(address)" + (error.description.isEmpty ? "" : error.description))
+        }
+    }
+
+    /// Where the loop hands a new connection (or GLib's reason there is none) to the thread waiting for it.
+    private final class ConnectionBox: @unchecked Sendable {
+        // Safety: `result` is written once, before `done` is signalled, and read after it.
+        private var result: Result<OpaquePointer, GLibError>?
+        private let done = DispatchSemaphore(value: 0)
+
+        func finish(_ result: Result<OpaquePointer, GLibError>) {
+            self.result = result
+            done.signal()
+        }
+
+        func wait() -> Result<OpaquePointer, GLibError> {
+            done.wait()
+            return result!
+        }
     }
 
     private init(_ connection: OpaquePointer) {
