@@ -228,9 +228,12 @@ final class RouteService: Sendable {
         let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
         let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
                                          descriptors: descriptors, owner: endsWithClient ? sender : nil, bus: bus)
+        // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
+        let published = Result { try session.publish() }
         state.withLock { $0.sessions[session.path] = session }
         newSessions.continuation.yield(session)
         sessionsChanged()
+        try published.get()
         return session.path
     }
 

@@ -33,6 +33,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         var latest: QueueStatus?
         /// The device as last encoded: it rarely changes, and a renderer's list of the types it accepts is long.
         var encodedDevice: (device: MediaDevice, value: DBusValue)?
+        /// The session's object on the bus, once published.
+        var registration: DBusRegistration?
         /// Why the session was asked to end, when it was.
         var ending: Reason?
     }
@@ -61,15 +63,19 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// The client whose leaving ends the session, if any.
     var owner: String? { state.withLock { $0.owner } }
 
-    /// Plays the queue with its object, player and control socket; returns when it has ended and said so.
+    /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
+    /// - Throws: `DBusError` when the bus refuses it (`run()` then stops the device and ends).
+    func publish() throws {
+        let registration = try bus.export(path: path, introspectionXML: RouteServiceAPI.sessionIntrospection, handler: self)
+        state.withLock { $0.registration = registration }
+    }
+
+    /// Plays the queue with its object (`publish()` first), player and control socket; returns when it has ended and
+    /// said so.
     func run() async {
         let session = cast.session
         defer { cast.preparer.close() }
-        let registration: DBusRegistration
-        do {
-            registration = try bus.export(path: path, introspectionXML: RouteServiceAPI.sessionIntrospection, handler: self)
-        } catch {
-            printError("route service: cannot publish \(path): \(error)")
+        guard let registration = state.withLock({ $0.registration }) else {
             try? await session.stop()
             return
         }

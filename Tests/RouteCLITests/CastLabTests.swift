@@ -512,7 +512,12 @@ extension LabTests {
             try await withReceiver(["--misbehave", "flood", "--flood-seconds", "6"]) { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 60)
                 let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-                try await Lab.until("the receiver floods route with MEDIA_STATUS", within: 30) { CastReceiverLab.has("flood-start") }
+                do {
+                    try await Lab.until("the receiver floods route with MEDIA_STATUS", within: 30) { CastReceiverLab.has("flood-start") }
+                } catch {
+                    Issue.record("route cast said:\n\(casting.stdout)\n\(casting.stderr)\nthe receiver last reported: \(CastReceiverLab.events().suffix(5))")
+                    throw error
+                }
                 var peak = 0
                 let deadline = ContinuousClock.now + .seconds(30)
                 while !CastReceiverLab.has("flood-end"), ContinuousClock.now < deadline {
