@@ -241,7 +241,11 @@ extension LabTests {
                     monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: said))
                     monitor.standardError = FileHandle.nullDevice
                     try monitor.run()
-                    defer { monitor.terminate() }
+                    defer {
+                        // SIGKILL: the test runner ignores SIGTERM, and so does a child it starts.
+                        kill(monitor.processIdentifier, SIGKILL)
+                        monitor.waitUntilExit()
+                    }
                     let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: environment)
                     try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
                     try Lab.control("kill-renderer", "--hard")
