@@ -499,7 +499,7 @@ actor CastController: RouteController {
         if let artist = item.artist { metadata["artist"] = artist }
         if let album = item.album { metadata["albumName"] = album }
         if let artwork = item.artworkURL { metadata["images"] = [["url": artwork]] }
-        var media: [String: Any] = ["contentId": item.url, "contentType": item.mimeType, "streamType": "BUFFERED", "metadata": metadata]
+        var media: [String: Any] = ["contentId": item.url, "contentType": item.mimeType, "streamType": item.isLive ? "LIVE" : "BUFFERED", "metadata": metadata]
         if let duration = item.duration { media["duration"] = duration }
         if let subtitles = item.subtitlesURL {
             media["tracks"] = [["trackId": Self.subtitlesTrack, "type": "TEXT", "subtype": "SUBTITLES", "name": "Subtitles",

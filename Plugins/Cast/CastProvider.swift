@@ -233,7 +233,7 @@ package enum CastReceiver {
     /// The media the Default Media Receiver plays (Google's list of supported media): MP4, WebM, MPEG-TS, MP3,
     /// Ogg, WAV, FLAC, AAC (ADTS and MP4); JPEG, PNG, GIF, WebP, BMP pictures.
     static let audioTypes = ["audio/mpeg", "audio/mp4", "audio/aac", "audio/ogg", "audio/webm", "audio/wav", "audio/flac"]
-    static let videoTypes = ["video/mp4", "video/webm", "video/mp2t"]
+    static let videoTypes = ["video/mp4", "video/webm", "video/mp2t", "application/vnd.apple.mpegurl", "application/x-mpegurl", "application/dash+xml"]
     static let imageTypes = ["image/jpeg", "image/png", "image/gif", "image/webp", "image/bmp"]
 
     /// The receiver's Cast id (32 hex digits, lower case) from its TXT record; nil when it has none

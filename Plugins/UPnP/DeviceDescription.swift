@@ -147,7 +147,7 @@ package enum ProtocolInfo {
 
     /// The protocolInfo to put in DIDL-Lite `res` for an item: its MIME type and how route serves it.
     static func forResource(_ item: MediaItem) -> String {
-        "http-get:*:\(item.mimeType):\(MediaItem.dlnaFeatures(converted: item.isConverted))"
+        "http-get:*:\(item.mimeType):\(MediaItem.dlnaFeatures(converted: item.isConverted, live: item.isLive))"
     }
 }
 

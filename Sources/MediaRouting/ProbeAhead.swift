@@ -1,39 +1,58 @@
-// ProbeAhead: the files of a queue probed in order, a couple ahead of the one playing, so that a long queue starts
+// ProbeAhead: the items of a queue probed in order, a couple ahead of the one playing, so that a long queue starts
 // at once and the next item is ready when its turn comes.
 
 import Foundation
+import RouteCore
 import RouteMedia
 
-/// Probes a queue's files in order, a couple ahead of the one asked for, off the cooperative pool (GstDiscoverer
-/// blocks): a long queue starts playing as soon as its first file is probed.
+/// Probes a queue's items in order, a couple ahead of the one asked for, off the cooperative pool (GstDiscoverer
+/// blocks): a long queue starts playing as soon as its first item is probed.
 public actor ProbeAhead {
-    /// The files, in queue order.
-    public nonisolated let paths: [String]
+    /// The queue's entries, in order.
+    public nonisolated let entries: [QueueEntry]
     private var probes: [Int: Task<MediaInfo, any Error>] = [:]
-    /// How many files past the one asked for are probed meanwhile.
+    /// The device the queue plays on, once known: a web page's format is chosen for it.
+    private var device: MediaDevice?
+    /// How many items past the one asked for are probed meanwhile.
     public static let lookahead = 2
 
     /// What each item is called until it is probed.
     public nonisolated let titles: [String]
-    /// Whether `titles` were given: they then name files without a title tag (a descriptor's path names nothing).
-    private let named: Bool
 
-    /// A queue of `paths`, called `titles` until probed (by default the file names without their extensions); nothing
-    /// is probed until `info(_:)`.
-    public init(paths: [String], titles: [String]? = nil) {
-        self.paths = paths
-        self.titles = titles ?? paths.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
-        named = titles != nil
+    /// A queue of `entries`; nothing is probed until `info(_:)`.
+    public init(entries: [QueueEntry]) {
+        self.entries = entries
+        titles = entries.map(\.displayTitle)
     }
 
-    /// The probe of file `index`; starts the next ones.
-    /// - Throws: `MediaError` when the file cannot be probed (missing, not media).
+    /// A queue of `paths`, called `titles` until probed (by default the file names without their extensions): the
+    /// titles then name files without a title tag (a descriptor's path names nothing).
+    public init(paths: [String], titles: [String]? = nil) {
+        self.init(entries: paths.enumerated().map { QueueEntry($0.element, title: titles?[$0.offset]) })
+    }
+
+    /// The queue plays on `device`: a web page's media is the best format it takes as it is.
+    public func playing(on device: MediaDevice) {
+        self.device = device
+    }
+
+    /// Whether item `index` is a web page, whose format is best chosen once the device is known.
+    public nonisolated func isPage(_ index: Int) -> Bool { !entries[index].formats.isEmpty }
+
+    /// The probe of item `index`; starts the next ones.
+    /// - Throws: `MediaError` when the item cannot be probed (missing, not media, a URL that fails).
     public func info(_ index: Int) async throws -> MediaInfo {
-        for ahead in index...min(paths.count - 1, index + Self.lookahead) where probes[ahead] == nil {
-            let path = paths[ahead], title = named ? titles[ahead] : nil
+        for ahead in index...min(entries.count - 1, index + Self.lookahead) where probes[ahead] == nil {
+            let entry = entries[ahead]
+            let location = WebPage.choose(entry.formats, for: device)?.url ?? entry.location
             probes[ahead] = Task {
-                var info = try await MediaProbe.probe(path)
-                if info.title == nil { info.title = title }
+                var info = try await MediaProbe.probe(location)
+                // A page's title is the page's; a playlist's or an app's names what has no tag.
+                if !entry.formats.isEmpty || info.title == nil { info.title = entry.title ?? info.title }
+                if info.artist == nil { info.artist = entry.artist }
+                if info.duration == nil || info.duration == 0 { info.duration = entry.duration }
+                if info.artworkURL == nil { info.artworkURL = entry.artwork }
+                info.isLive = info.isLive || entry.isLive
                 return info
             }
         }

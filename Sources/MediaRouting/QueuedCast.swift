@@ -20,17 +20,24 @@ public struct QueuedCast: Sendable {
     private let said: AsyncStream<QueueEvent>.Continuation
 
     /// A cast of `probes` to `device` through `router`'s controllers, its files served by `servers` (shared with other
-    /// casts) or by servers of its own that log to `log`.
+    /// casts) or by servers of its own that log to `log`; where each item stops is kept in `resume`.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
-                servers: MediaServers? = nil, log: RouteLog = .discard) throws {
+                servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
         var options = QueueSession.Options(startTimeout: settings.startTimeout, imageDuration: settings.imageDuration,
                                           access: { preparer.access(to: $0) }, onSkip: { _, title, error in say("skipping \(title): \(error)") })
         options.onNotice = say
-        options.onStatus = { said.yield(.status($0)) }
+        let recorder = ResumeRecorder(store: resume, keys: probes.entries.map { $0.isLive ? nil : $0.location })
+        options.onStatus = { status in
+            said.yield(.status(status))
+            recorder.hear(status)
+        }
+        options.loops = settings.loops
+        let starts = StartPositions(first: settings.start, keys: probes.entries.map(\.location), store: settings.resumes ? resume : nil)
+        options.startPosition = { starts.position(of: $0) }
         let subtitles = settings.subtitles
         session = QueueSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
@@ -41,6 +48,11 @@ public struct QueuedCast: Sendable {
         self.probes = probes
         self.events = events
         self.said = said
+    }
+
+    /// Says `words` among the session's notices (what was left out making the queue).
+    public func say(_ words: String) {
+        said.yield(.notice(words))
     }
 
     /// Plays the queue (the session's `run()`); `events` ends with it.

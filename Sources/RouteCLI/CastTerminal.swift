@@ -125,6 +125,10 @@ package protocol DrivenCast: Sendable {
 /// `ROUTE_START_TIMEOUT` (seconds a device may take to start an item; default 20).
 package struct CastOptions {
     package let settings: CastSettings
+    /// Whether a folder's folders are played too.
+    package let recursive: Bool
+    /// Whether the queue plays in random order.
+    package let shuffle: Bool
 
     package init(_ parsed: ParsedArguments) throws {
         var settings = CastSettings()
@@ -144,7 +148,17 @@ package struct CastOptions {
             throw UsageError(description: "--image-duration takes seconds from 0 to 3600, not \"\(text)\"")
         }
         settings.imageDuration = .milliseconds(Int(seconds * 1000))
+        if let text = parsed["start"] {
+            guard case .absolute(let seconds)? = SeekTarget(parsing: text), seconds.isFinite, seconds >= 0 else {
+                throw UsageError(description: "--start takes a position (90, 1:30, 1:02:03), not \"\(text)\"")
+            }
+            settings.start = seconds
+        }
+        settings.loops = parsed.has("loop")
+        settings.resumes = parsed.has("resume")
         self.settings = settings
+        recursive = parsed.has("recursive")
+        shuffle = parsed.has("shuffle")
     }
 }
 

@@ -17,9 +17,15 @@ package enum CastThroughService {
         let device = try await deviceQuery(parsed, client: client)
         let settings = options.settings
         let subtitles: String? = switch settings.subtitles { case .off: ""; case .file(let path): path; case .automatic: nil }
-        let remote = try await client.cast(parsed.positionals.map { .path($0) }, to: device, options: RouteServiceClient.CastOptions(
-            via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
-            startTimeout: settings.startTimeout / .seconds(1), endsWithClient: !detach))
+        var castOptions = RouteServiceClient.CastOptions(via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
+                                                         startTimeout: settings.startTimeout / .seconds(1), endsWithClient: !detach)
+        castOptions.recursive = options.recursive
+        castOptions.shuffle = options.shuffle
+        castOptions.loop = settings.loops
+        castOptions.start = settings.start
+        castOptions.resume = settings.resumes
+        let files = parsed.positionals.map { CastSourceKinds.isURL($0) ? RouteServiceClient.File.url($0) : .path($0) }
+        let remote = try await client.cast(files, to: device, options: castOptions)
         let status = try await remote.status()
         if let query = parsed["to"] { CastTerminal.sayMeaning(of: query, status.device) }
         if detach { return try await leave(remote) }

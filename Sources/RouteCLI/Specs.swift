@@ -12,14 +12,28 @@ package enum Specs {
         examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
 
     package static let cast = CommandSpec(
-        name: "cast", summary: "play files on a device", positionals: "FILE...", minPositionals: 1, maxPositionals: .max,
+        name: "cast", summary: "play files, folders, playlists, URLs and web pages on a device", positionals: "FILE|FOLDER|PLAYLIST|URL...",
+        minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
                   OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (cast, upnp, local) even where another route plays it better"),
                   OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)"),
                   OptionSpec(name: "subtitles", value: "FILE", help: "show these subtitles (.srt, .vtt) with every video, where the device shows text tracks"),
                   OptionSpec(name: "no-subtitles", value: nil, help: "send no subtitles (by default: a .srt/.vtt beside the file, else a text stream inside it)"),
+                  OptionSpec(name: "recursive", value: nil, help: "play the folders inside a folder too"),
+                  OptionSpec(name: "shuffle", value: nil, help: "play the queue in random order"),
+                  OptionSpec(name: "loop", value: nil, help: "start the queue again after its last item, until stopped"),
+                  OptionSpec(name: "start", value: "POSITION", help: "start the first item at POSITION (90, 1:30, 1:02:03)"),
+                  OptionSpec(name: "resume", value: nil, help: "start each item where it stopped last time"),
                   OptionSpec(name: "detach", value: nil, help: "return once the device plays and leave the cast to the route service")],
         details: """
+        Plays files; the media files of a folder in natural order ("2 b" before "10 c"; pictures beside music are its
+        cover art; --recursive descends); playlists (.m3u, .m3u8, .pls, .xspf; paths relative to the playlist, absolute
+        paths or URLs); http(s) media URLs (the device fetches them itself when it plays them as they are, else route
+        fetches and converts them); HLS and DASH streams (live ones cannot seek); and web pages, whose media yt-dlp
+        finds (when it is installed; a page's playlist is a queue). A playlist or page from the web may not make route
+        fetch from this machine. Where each file or URL stopped is remembered (~/.local/state/route/positions.json);
+        --resume starts there, and an item played to its end is forgotten.
+
         Probes each file, picks the device (a picker when there are several on a terminal and no --to), serves the
         file to it (transcoding when the device cannot play it) and plays the files as a queue; later files are
         probed while the first plays, and one that cannot be played is skipped with a line. A device reached by several
@@ -39,6 +53,8 @@ package enum Specs {
             "route cast *.mp3 --to this", "route cast talk.wav --to 10.0.0.5:49494",
             "route cast film.mkv --to \"Living Room TV\" --subtitles film.en.srt", "route cast song.flac --to 10.0.0.7:8009",
             "route cast album/*.flac --to Kitchen --detach",
+            "route cast ~/Music/Album --to Kitchen --shuffle --loop", "route cast party.m3u --to Kitchen",
+            "route cast https://example.com/talk.mp4 --to \"Living Room\"", "route cast film.mkv --to TV --resume",
         ])
 
     package static let service = CommandSpec(

@@ -94,10 +94,12 @@ public final class RouteServiceClient: Sendable {
         return try DBusCoding.decode(MediaDevice.self, from: value)
     }
 
-    /// A file to cast: a path the service opens (absolute, or relative to this process's directory), or a
-    /// descriptor this process opened (a sandboxed app that sees no paths), sent with the call.
+    /// What to cast: a path the service opens (absolute, or relative to this process's directory: a file, a folder,
+    /// a playlist), an http(s) URL (media, HLS or DASH, a playlist, a web page), or a descriptor this process opened
+    /// (a sandboxed app that sees no paths), sent with the call.
     public enum File: Sendable {
         case path(String)
+        case url(String)
         case descriptor(Int32)
     }
 
@@ -114,6 +116,16 @@ public final class RouteServiceClient: Sendable {
         /// Whether the session ends (the device stops) when this process leaves the bus; false leaves it playing,
         /// owned by the service.
         public var endsWithClient: Bool
+        /// Whether folders inside a folder play too.
+        public var recursive = false
+        /// Whether the queue plays in random order.
+        public var shuffle = false
+        /// Whether the queue starts again after its last item.
+        public var loop = false
+        /// Seconds into the first item where it starts.
+        public var start: Double?
+        /// Whether each item starts where it stopped last time.
+        public var resume = false
         /// Options; by default the session ends with this process.
         public init(via: String? = nil, subtitles: String? = nil, imageDuration: Double? = nil, startTimeout: Double? = nil,
                     endsWithClient: Bool = true) {
@@ -129,6 +141,11 @@ public final class RouteServiceClient: Sendable {
             if let subtitles { entries["subtitles"] = .string(subtitles) }
             if let imageDuration { entries["imageDuration"] = .double(imageDuration) }
             if let startTimeout { entries["startTimeout"] = .double(startTimeout) }
+            if recursive { entries["recursive"] = .boolean(true) }
+            if shuffle { entries["shuffle"] = .boolean(true) }
+            if loop { entries["loop"] = .boolean(true) }
+            if let start { entries["start"] = .double(start) }
+            if resume { entries["resume"] = .boolean(true) }
             return entries
         }
     }
@@ -139,8 +156,12 @@ public final class RouteServiceClient: Sendable {
     public func cast(_ files: [File], to device: String, options: CastOptions = CastOptions()) async throws -> RemoteSession {
         let directory = FileManager.default.currentDirectoryPath
         let paths = files.compactMap { file -> String? in
-            guard case .path(let path) = file else { return nil }
-            return path.hasPrefix("/") ? path : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory)).standardizedFileURL.path
+            switch file {
+            case .url(let url): return url
+            case .path(let path):
+                return path.hasPrefix("/") ? path : URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory)).standardizedFileURL.path
+            case .descriptor: return nil
+            }
         }
         let descriptors = files.compactMap { file -> DBusValue? in
             guard case .descriptor(let descriptor) = file else { return nil }

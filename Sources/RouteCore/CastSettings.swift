@@ -13,6 +13,12 @@ public struct CastSettings: Sendable {
     public var via: String?
     /// Which subtitles go with videos.
     public var subtitles: Subtitles
+    /// Whether the queue starts again after its last item (`--loop`).
+    public var loops = false
+    /// Where the first item starts, in seconds (`--start`).
+    public var start: Double?
+    /// Whether each item starts where it last stopped (`--resume`).
+    public var resumes = false
 
     /// Settings; by default 20 s to start, 5 s a picture, any route, subtitles found beside or inside the file.
     public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5), via: String? = nil,

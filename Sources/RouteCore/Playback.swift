@@ -161,6 +161,12 @@ public struct MediaItem: Sendable, Hashable, Codable {
     /// A WebVTT text track for the item (subtitles beside the file, chosen, or inside it), for devices
     /// that show text tracks (`MediaRoute.showsSubtitles`).
     public var subtitlesURL: String?
+    /// Whether it is a live stream (no length, no seeking): Cast loads it as LIVE, DLNA offers no seek, MPRIS says live.
+    public var isLive = false
+
+    /// Whether the device fetches `url` from elsewhere (a URL on the web handed over as it is), not from route's server
+    /// or a file: route sees no request for it, and judges by the position whether the device could fetch it.
+    public var isFetchedElsewhere = false
 
     /// The item as its transcoded fallback stream, if it has one.
     public func fallingBack() -> MediaItem? {
@@ -172,6 +178,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
         copy.isConverted = true
         copy.fallbackURL = nil
         copy.fallbackMimeType = nil
+        copy.isFetchedElsewhere = false
         return copy
     }
 
@@ -202,9 +209,9 @@ extension MediaItem {
     /// The DLNA features of how route serves this item — the media server's `contentFeatures.dlna.org`
     /// header and the fourth field of a DIDL-Lite `protocolInfo` must say the same. A file: byte
     /// seek (OP=01), not converted (CI=0); a converted stream: time seek only (OP=10), converted (CI=1).
-    /// Flags: streaming transfer, background transfer, connection stalling.
-    public static func dlnaFeatures(converted: Bool) -> String {
-        "DLNA.ORG_OP=\(converted ? "10" : "01");DLNA.ORG_CI=\(converted ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
+    /// Flags: streaming transfer, background transfer, connection stalling. A live stream: no seek at all (OP=00).
+    public static func dlnaFeatures(converted: Bool, live: Bool = false) -> String {
+        "DLNA.ORG_OP=\(live ? "00" : converted ? "10" : "01");DLNA.ORG_CI=\(converted ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
     }
 }
 

@@ -73,6 +73,11 @@ public actor QueueSession {
         /// without it, saying so through `onNotice`; closing the route afterwards gets as long again. A peer
         /// that answers nothing must not hold a cast that a signal asked to end.
         public var stopDeadline: Duration = .seconds(4)
+        /// Whether the queue starts again from its first item after its last (`--loop`).
+        public var loops = false
+        /// Where an item starts (seconds in), asked once per item as it first plays: `--start` for the first item, a
+        /// remembered position (`--resume`); nil or 0 from the start.
+        public var startPosition: @Sendable (_ index: Int) -> Double? = { _ in nil }
 
         /// Options; by default 20 s to start, 5 s a picture, 6 s to fetch.
         public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5),
@@ -118,6 +123,13 @@ public actor QueueSession {
     private var started = false
     /// Since when the current picture has been shown (it first played).
     private var shownSince: ContinuousClock.Instant?
+    /// For an item the device fetches from elsewhere: when it first said it plays, how many statuses it has sent
+    /// since, and whether its position has moved — a device that cannot fetch a URL may say it plays at 0:00 forever.
+    private var playingSince: ContinuousClock.Instant?
+    private var reportsWhilePlaying = 0
+    private var progressed = false
+    /// Whether the current item still has to be moved to where it starts (`Options.startPosition`).
+    private var startPending = false
     private var finished = false
     /// When `stop()` was first called: the device has `stopDeadline` from then to confirm.
     private var stopAsked: ContinuousClock.Instant?
@@ -248,23 +260,30 @@ public actor QueueSession {
     /// Prepares the first item from `start` on that can be prepared, skipping (and reporting) the others;
     /// nil when none is left. With `failFast`, the first failure is thrown instead.
     private func preparedItem(from start: Int, failFast: Bool = false) async throws -> Prepared? {
-        var next = start
-        while next < titles.count {
+        var next: Int? = start
+        // A looping queue comes round again: each item is tried once per call, so a queue of bad items ends.
+        for _ in 0..<titles.count {
+            guard let candidate = next, candidate < titles.count else { break }
             do {
-                let item = try await prepare(next)
-                index = next
+                let item = try await prepare(candidate)
+                index = candidate
                 return item
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
                 if failFast { throw error }
-                errors.append((next, error))
-                options.onSkip(next, titles[next], error)
-                next += 1
+                errors.append((candidate, error))
+                options.onSkip(candidate, titles[candidate], error)
+                next = following(candidate)
             }
         }
         index = titles.count
         return nil
+    }
+
+    /// The index after `index`: the next item, the first again in a looping queue, or nil at the end.
+    private func following(_ index: Int) -> Int? {
+        index + 1 < titles.count ? index + 1 : options.loops && !titles.isEmpty ? 0 : nil
     }
 
     private func handle(_ reported: PlaybackStatus) async throws {
@@ -275,7 +294,7 @@ public actor QueueSession {
         if let url = reported.itemURL, url != loadedURL, url != queued?.url { return }
         if let next = queued, reported.itemURL == next.url {
             // The device moved on to the queued item by itself.
-            index += 1
+            index = following(index) ?? index
             current = next
             loadedURL = next.url
             offset = 0
@@ -283,11 +302,22 @@ public actor QueueSession {
             triedQueueing = false
             loadedAt = .now
             shownSince = nil
+            arrived()
         }
         let status = mapped(reported, for: current ?? item)
         latest = status
         if status.state == .playing || status.state == .paused { started = true }
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
+        if status.state == .playing {
+            if playingSince == nil { playingSince = .now } else { reportsWhilePlaying += 1 }
+            if reported.position >= 1 { progressed = true }
+        }
+        if startPending, status.state == .playing || status.state == .paused {
+            startPending = false
+            if let position = options.startPosition(index), position > 0, !(current?.isLive ?? false) {
+                try? await seek(.absolute(position))
+            }
+        }
         guard let controller else { return }
         let published = QueueStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status)
         options.onStatus(published)
@@ -298,13 +328,13 @@ public actor QueueSession {
         if status.state == .failed {
             throw RouteError.playbackFailed(device: device.name, item: title, reason: status.error ?? "playback failed")
         }
-        if status.state == .playing, !triedQueueing, !skipping, !stopping, index + 1 < titles.count,
+        if status.state == .playing, !triedQueueing, !skipping, !stopping, let following = following(index),
            !isImage {
             // Best effort: if the next item cannot be prepared or queued now, it is loaded (and any error
             // reported) when the current one ends; the current one plays on. An item for another route
             // is kept for the move there.
             triedQueueing = true
-            if let next = try? await prepare(index + 1) {
+            if let next = try? await prepare(following) {
                 if next.route.id != controller.route.id {
                     ahead = next
                 } else if (try? await controller.setNext(next.item)) == true {
@@ -326,7 +356,7 @@ public actor QueueSession {
     /// The current item is over: on to the next one (the queued one, if any), or the end; an item for
     /// another route is handed over to `run()`.
     private func advance() async throws {
-        guard !stopping, index + 1 < titles.count else {
+        guard !stopping, let following = following(index) else {
             finished = true
             return
         }
@@ -334,11 +364,11 @@ public actor QueueSession {
         if let ready = queued, let route = controller?.route {
             // Queued on the device, which stopped anyway: load it.
             next = Prepared(route: route, item: ready)
-            index += 1
+            index = following
         } else if let ready = ahead {
             next = ready
-            index += 1
-        } else if let prepared = try await preparedItem(from: index + 1) {
+            index = following
+        } else if let prepared = try await preparedItem(from: following) {
             next = prepared
         } else {
             finished = true
@@ -366,6 +396,15 @@ public actor QueueSession {
             return
         }
         guard let item = current, !stopping else { return }
+        if item.isFetchedElsewhere, loadedURL == item.url, !progressed, reportsWhilePlaying >= 3, let since = playingSince,
+           now - since > options.fetchDeadline {
+            let seconds = Int(options.fetchDeadline.components.seconds)
+            guard item.fallingBack() != nil else {
+                throw RouteError.playbackFailed(device: device.name, item: title, reason:
+                    "\(device.name) says it plays \(item.url), but its position stayed at 0:00 for \(seconds) s: it cannot fetch it")
+            }
+            return try await fallBack(because: "its position stayed at 0:00 for \(seconds) s")
+        }
         var loaded = item
         loaded.url = loadedURL ?? item.url
         if let access = options.access(loaded) {
@@ -388,7 +427,7 @@ public actor QueueSession {
                                             reason: "it did not start playing within \(seconds) s; \(reported)")
         }
         guard isImage, let since = shownSince, now - since >= options.imageDuration else { return }
-        if index + 1 < titles.count {
+        if following(index) != nil {
             try await advance()
         } else {
             // The last picture has been shown: the queue is done, and the device is left at rest.
@@ -407,6 +446,7 @@ public actor QueueSession {
         started = false
         shownSince = nil
         loadedAt = .now
+        arrived()
         do {
             try await controller.load(item, autoplay: true)
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
@@ -414,10 +454,27 @@ public actor QueueSession {
         }
     }
 
+    /// A new item is the current one: nothing known yet of how it plays; it is yet to be moved to where it starts.
+    private func arrived() {
+        playingSince = nil
+        reportsWhilePlaying = 0
+        progressed = false
+        startPending = true
+    }
+
     /// Loads the current item's transcoded stream, once, after the device refused it as it was.
     private func fallBack(because reason: String) async throws {
-        guard let fallback = current?.fallingBack() else { return }
-        options.onNotice("\(device.name) refused \(title) as it is (\(reason)): sending it transcoded")
+        guard let item = current, let fallback = item.fallingBack() else { return }
+        options.onNotice(item.isFetchedElsewhere
+            ? "\(device.name) could not play \(title) from \(item.url) itself (\(reason)): route fetches it and serves it"
+            : "\(device.name) refused \(title) as it is (\(reason)): sending it transcoded")
+        if item.isFetchedElsewhere, started {
+            // A device that says it plays what it could not fetch may take a new URL for more of the same (gmediarender
+            // does: its player failed, its transport still says PLAYING): it is stopped first. Its reports of the
+            // stop are about the old URL, which the session no longer follows.
+            loadedURL = fallback.url
+            try? await controller?.stop()
+        }
         try await start(fallback)
     }
 
@@ -450,6 +507,9 @@ public actor QueueSession {
     public func seek(_ target: SeekTarget) async throws {
         let position = target.resolved(from: latest.position(at: Date()), duration: latest.duration)
         let controller = try playing()
+        if current?.isLive == true {
+            throw RouteError.commandFailed(device: device.name, command: "seek", reason: "\(title) is a live stream")
+        }
         guard let current, current.isConverted else {
             try await controller.seek(to: position)
             return

@@ -1,5 +1,6 @@
 // HTTPClient: GET requests to devices on the LAN over libsoup-3, with a cap on the body, a deadline, no
-// redirects and no proxies — what a device answers is read no further than route will use.
+// redirects and no proxies — what a device answers is read no further than route will use; and a first look at a
+// URL on the web (its status, type, where it redirects, its first bytes).
 
 import CSoup
 import RouteGIO
@@ -12,8 +13,10 @@ public struct HTTPResponse: Sendable {
     public let status: Int
     /// The `Content-Type` header, if any.
     public let contentType: String?
-    /// The whole body.
+    /// The whole body (the first bytes only, from `peek`).
     public let body: Data
+    /// The `Location` header of a redirect, if any (redirects are never followed here).
+    public var location: String? = nil
 }
 
 /// Why a request gave no usable response; `description` says so in words.
@@ -31,7 +34,7 @@ public enum HTTPError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .invalidURL(let url): return "\(url) is not an http:// URL"
+        case .invalidURL(let url): return "\(url) is not an http(s) URL route can request"
         case .tooLarge(let url, let limit): return "\(url) sent more than \(limit / 1024) KiB"
         case .timedOut(let url, let seconds): return "\(url) did not answer within \(seconds) s"
         case .failed(let url, let reason): return "\(url): \(reason)"
@@ -68,8 +71,25 @@ public final class HTTPClient: Sendable {
     ///   answer came within `timeout`, the connection failed, or the task was cancelled.
     public func get(_ url: String, limit: Int, timeout: Duration) async throws(HTTPError) -> HTTPResponse {
         guard url.lowercased().hasPrefix("http://") else { throw .invalidURL(url) }
+        return try await send(Fetch(url: url, limit: limit, seconds: Int(timeout.components.seconds), truncates: false), timeout: timeout)
+    }
+
+    /// A look at an http(s) URL: its status, type and redirect, and the start of its body — what the first read
+    /// brought, or with `whole` all of it — at most `bytes` (what is past them is not read). Redirects are not
+    /// followed: the caller decides where it may go.
+    /// - Throws: `HTTPError` when the URL is not http(s), no answer came within `timeout`, the connection failed,
+    ///   or the task was cancelled.
+    public func peek(_ url: String, bytes: Int, whole: Bool = false, timeout: Duration) async throws(HTTPError) -> HTTPResponse {
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else { throw .invalidURL(url) }
+        let fetch = Fetch(url: url, limit: bytes, seconds: Int(timeout.components.seconds), truncates: true)
+        fetch.firstReadOnly = !whole
+        return try await send(fetch, timeout: timeout)
+    }
+
+    private func send(_ fetch: Fetch, timeout: Duration) async throws(HTTPError) -> HTTPResponse {
+        let url = fetch.url
         nonisolated(unsafe) let session = self.session
-        let fetch = Fetch(url: url, limit: limit, seconds: Int(timeout.components.seconds))
         let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 fetch.continuation.withLock { $0 = continuation }
@@ -93,6 +113,10 @@ private final class Fetch: @unchecked Sendable {
     let url: String
     let limit: Int
     let seconds: Int
+    /// Whether a body longer than `limit` is cut there (a peek) rather than refused.
+    let truncates: Bool
+    /// Whether the body ends with what the first read brought (a peek at a stream that may never end). Set before start.
+    var firstReadOnly = false
     let continuation = Mutex<CheckedContinuation<Result<HTTPResponse, HTTPError>, Never>?>(nil)
     private let reason = Mutex<HTTPError?>(nil)
     private let cancellable = g_cancellable_new()!
@@ -101,12 +125,14 @@ private final class Fetch: @unchecked Sendable {
     private var body = Data()
     private var status = 0
     private var contentType: String?
+    private var location: String?
     private static let chunk = 64 * 1024
 
-    init(url: String, limit: Int, seconds: Int) {
+    init(url: String, limit: Int, seconds: Int, truncates: Bool) {
         self.url = url
         self.limit = limit
         self.seconds = seconds
+        self.truncates = truncates
     }
 
     /// Cancels the request (any thread); the first reason given is the one reported.
@@ -135,7 +161,8 @@ private final class Fetch: @unchecked Sendable {
         status = Int(soup_message_get_status(message).rawValue)
         let headers = soup_message_get_response_headers(message)
         if let type = soup_message_headers_get_one(headers, "Content-Type") { contentType = String(cString: type) }
-        if soup_message_headers_get_content_length(headers) > goffset(limit) {
+        if let target = soup_message_headers_get_one(headers, "Location") { location = String(cString: target) }
+        if !truncates, soup_message_headers_get_content_length(headers) > goffset(limit) {
             finish(.failure(.tooLarge(url: url, limit: limit)))
             return
         }
@@ -156,15 +183,18 @@ private final class Fetch: @unchecked Sendable {
         defer { g_bytes_unref(bytes) }
         var size: gsize = 0
         let pointer = g_bytes_get_data(bytes, &size)
+        let response = { HTTPResponse(status: self.status, contentType: self.contentType, body: self.body, location: self.location) }
         guard size > 0, let pointer else {
-            finish(.success(HTTPResponse(status: status, contentType: contentType, body: body)))
+            finish(.success(response()))
             return
         }
         guard body.count + Int(size) <= limit else {
-            finish(.failure(.tooLarge(url: url, limit: limit)))
-            return
+            guard truncates else { return finish(.failure(.tooLarge(url: url, limit: limit))) }
+            body.append(pointer.assumingMemoryBound(to: UInt8.self), count: limit - body.count)
+            return finish(.success(response()))
         }
         body.append(pointer.assumingMemoryBound(to: UInt8.self), count: Int(size))
+        if firstReadOnly { return finish(.success(response())) }
         readNext()
     }
 

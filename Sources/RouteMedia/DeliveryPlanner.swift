@@ -140,12 +140,13 @@ public enum DeliveryPlanner {
     /// The plan for `info` on a device that accepts `accepts`: direct when the device takes the
     /// file's type; a remux when it takes the streams in another container; else a transcode to the
     /// first format the device takes, in order of quality and compatibility.
-    /// `maxChannels` is the most audio channels the route plays, when it says.
-    public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance, maxChannels: Int? = nil) -> Delivery {
+    /// `maxChannels` is the most audio channels the route plays, when it says. Without `asIs`, the device may not fetch the
+    /// file itself (a URL it cannot reach): route serves it, remuxed at least (a copy of its streams through a parser).
+    public static func plan(_ info: MediaInfo, for accepts: MediaAcceptance, maxChannels: Int? = nil, asIs: Bool = true) -> Delivery {
         let audioStream = info.streams.first { $0.kind == .audio }
         // More channels than the route plays (5.1 to a Cast receiver, which takes 2): the sound is encoded again.
         let tooManyChannels = (audioStream?.channels).map { $0 > (maxChannels ?? .max) } ?? false
-        if accepts.accepts(mimeType: info.mimeType), !tooManyChannels { return .direct }
+        if asIs, accepts.accepts(mimeType: info.mimeType), !tooManyChannels { return .direct }
         switch info.kind {
         case .video:
             let h264 = info.streams.first { $0.kind == .video }?.codec == "video/x-h264"

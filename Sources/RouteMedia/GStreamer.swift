@@ -42,6 +42,11 @@ enum GStreamer {
         return UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstElement.self)
     }
 
+    /// The element that reads `path`: HTTP for an http(s) URL, else the file.
+    static func sourceElement(for path: String) -> String {
+        MediaInfo.isRemote(path) ? "souphttpsrc" : "filesrc"
+    }
+
     /// The file:// URI of a path.
     static func uri(forPath path: String) -> String {
         guard let raw = route_filename_to_uri(path) else { return "file://" + path }
@@ -66,6 +71,10 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
     case notMedia(String, reason: String)
     /// Nothing the device takes can be made from the file.
     case unplayable(String, device: String, reason: String)
+    /// A URL could not be fetched (an HTTP error, no answer, a refused address); `reason` says which.
+    case fetchFailed(String, reason: String)
+    /// A folder, playlist or page that holds nothing to play; `reason` says what it holds.
+    case nothingToPlay(String, reason: String)
     /// A pipeline failed to build or run.
     case pipeline(String)
     /// The media server could not start.
@@ -80,6 +89,8 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
         case .notAFile(let path, let kind): return "\(path) is \(kind), not a file; route plays files it can read from any point"
         case .notMedia(let path, let reason): return "\(path) is not a media file route can play (\(reason))"
         case .unplayable(let path, let device, let reason): return "\(path) cannot be played on \(device): \(reason)"
+        case .fetchFailed(let url, let reason): return "\(url) could not be fetched: \(reason)"
+        case .nothingToPlay(let source, let reason): return "\(source): nothing to play (\(reason))"
         case .pipeline(let message): return message
         case .server(let message): return "the media server could not start: \(message)"
         }

@@ -34,6 +34,8 @@ public enum MIMEType {
         case "audio/x-aiff": return "audio/aiff"
         case "image/jpeg", "image/png", "image/gif", "image/webp": return name
         case "audio/x-opus": return "audio/ogg"
+        case "application/x-hls": return "application/vnd.apple.mpegurl"
+        case "application/dash+xml": return "application/dash+xml"
         default: return name.isEmpty ? "application/octet-stream" : name
         }
     }

@@ -38,10 +38,10 @@ public final class MediaPreparer: Sendable {
 
     /// The route for `info` and how the file goes there: the route that plays it with the least
     /// conversion (as it is, then remuxed, then transcoded), the preferred one among equals.
-    public func plan(_ info: MediaInfo) -> (route: MediaRoute, delivery: Delivery) {
+    public func plan(_ info: MediaInfo, asIs: Bool = true) -> (route: MediaRoute, delivery: Delivery) {
         let planned = routes.map { route in
             (route, route.provider == MediaRoute.localProvider ? Delivery.direct
-                : DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels))
+                : DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels, asIs: asIs))
         }
         return planned.min { $0.1.cost < $1.1.cost } ?? (device.primary, .unplayable("the device has no route"))
     }
@@ -56,13 +56,21 @@ public final class MediaPreparer: Sendable {
         var item = MediaItem(url: URL(fileURLWithPath: info.path).absoluteString, mimeType: info.mimeType,
                              title: info.displayTitle, artist: info.artist, album: info.album,
                              duration: info.duration, size: info.size, kind: info.kind)
-        let (route, plan) = self.plan(info)
+        item.isLive = info.isLive
+        if info.isLive { item.duration = nil }
+        // A URL on this machine's loopback (or any address of its own) is no use to a device: route fetches it.
+        let deviceFetches = info.isRemote && WebAddress.thisMachine(info.path) == nil
+        let (route, plan) = self.plan(info, asIs: !info.isRemote || deviceFetches)
+        if info.isRemote { item.url = info.path }
         guard route.provider != MediaRoute.localProvider else { return (route, item) }
         guard let address = route.address else {
             throw MediaError.server("\(route.name) has no network address (its \(route.provider) provider gave none), so route cannot tell "
                                     + "which local address reaches it")
         }
         let server = try servers.server(on: try LocalAddress.toward(address))
+        if info.isRemote, case .direct = plan {
+            return (route, fetchedByDevice(item, info: info, on: route, server: server))
+        }
         guard let (url, mimeType) = remember(server.offer(info, as: plan, maxChannels: route.maxAudioChannels), on: server) else {
             if case .unplayable(let reason) = plan { throw MediaError.unplayable(info.path, device: device.name, reason: reason) }
             throw MediaError.unplayable(info.path, device: device.name, reason: "route has no way to send it there")
@@ -75,6 +83,8 @@ public final class MediaPreparer: Sendable {
         item.mimeType = route.accepts.spelling(of: mimeType)
         if let art = info.coverArt {
             item.artworkURL = remember(server.offer(data: art.data, mimeType: art.mimeType), on: server)
+        } else {
+            item.artworkURL = artwork(of: info, on: server)
         }
         if route.showsSubtitles, info.kind == .video, let (path, embedded) = subtitles.source(for: info) {
             item.subtitlesURL = remember(server.offer(subtitles: path, embedded: embedded), on: server)
@@ -91,6 +101,33 @@ public final class MediaPreparer: Sendable {
             item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
         }
         return (route, item)
+    }
+
+    /// `item` for a URL on the web that the device takes as it is and can reach: the device fetches it itself, and route
+    /// keeps its own stream of it (remuxed or converted) to load instead when the device cannot (a 404 it keeps quiet
+    /// about, an address it cannot reach).
+    private func fetchedByDevice(_ item: MediaItem, info: MediaInfo, on route: MediaRoute, server: MediaServer) -> MediaItem {
+        var item = item
+        item.isFetchedElsewhere = true
+        item.size = nil
+        item.mimeType = route.accepts.spelling(of: info.mimeType)
+        item.artworkURL = info.coverArt.map { remember(server.offer(data: $0.data, mimeType: $0.mimeType), on: server) }
+            ?? artwork(of: info, on: server)
+        let served = DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels, asIs: false)
+        if let (fallback, fallbackType) = remember(server.offer(info, as: served, maxChannels: route.maxAudioChannels), on: server) {
+            item.fallbackURL = fallback
+            item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
+        }
+        return item
+    }
+
+    /// Cover art that is not inside the file: a URL on the web as it is (the device fetches it), a picture beside the
+    /// file served from here.
+    private func artwork(of info: MediaInfo, on server: MediaServer) -> String? {
+        guard let art = info.artworkURL else { return nil }
+        if MediaInfo.isRemote(art) { return WebAddress.thisMachine(art) == nil ? art : nil }
+        guard let data = FileManager.default.contents(atPath: art) else { return nil }
+        return remember(server.offer(data: data, mimeType: art.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"), on: server)
     }
 
     /// What the device has done with a prepared item's URL (nil for local output, which reads files).

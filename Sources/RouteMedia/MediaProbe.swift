@@ -25,9 +25,9 @@ public struct StreamInfo: Sendable, Hashable, Codable {
 
 /// Everything route needs to know about a file before casting it.
 public struct MediaInfo: Sendable, Hashable, Codable {
-    /// The real path of the file (symbolic links followed).
+    /// The real path of the file (symbolic links followed), or the http(s) URL of media on the web.
     public var path: String
-    /// Size in bytes.
+    /// Size in bytes (0 for a URL: unknown).
     public var size: UInt64
     /// The container as a GStreamer caps name (`audio/x-wav`, `video/quicktime`), or the codec for a bare stream.
     public var container: String
@@ -42,6 +42,19 @@ public struct MediaInfo: Sendable, Hashable, Codable {
     public var album: String?
     /// Embedded cover art, if any.
     public var coverArt: CoverArt?
+    /// Cover art on the web or beside the file (a page's thumbnail, a folder's cover.jpg), when none is embedded.
+    public var artworkURL: String?
+    /// Whether it is a live stream: no length, no seeking (a live HLS playlist, a radio stream).
+    public var isLive = false
+
+    /// Whether this is media on the web (an http(s) URL) rather than a file.
+    public var isRemote: Bool { Self.isRemote(path) }
+
+    /// Whether `path` is an http(s) URL.
+    public static func isRemote(_ path: String) -> Bool {
+        let lower = path.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
 
     /// Which of audio, video, image the file is (video wins over audio; a lone picture is an image).
     public var kind: MediaDevice.Capabilities {
@@ -52,7 +65,17 @@ public struct MediaInfo: Sendable, Hashable, Codable {
 
     /// The title to show: the tag, else the file name without extension.
     public var displayTitle: String {
-        title ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        title ?? Self.defaultTitle(path)
+    }
+
+    /// What a file or URL is called before anything is known of it: its name without the extension (a URL's last
+    /// path segment, decoded; its host when the path is empty).
+    public static func defaultTitle(_ path: String) -> String {
+        guard isRemote(path), let url = URL(string: path) else {
+            return URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        }
+        let name = url.deletingPathExtension().lastPathComponent
+        return name.isEmpty || name == "/" ? (url.host ?? path) : name
     }
 }
 
@@ -82,15 +105,16 @@ public enum MediaProbe {
     /// - Throws: `MediaError` naming the file and the problem (missing, directory, unreadable,
     ///   empty, not media).
     public static func probe(_ path: String, timeout: Double = 10) throws(MediaError) -> MediaInfo {
-        // Links are followed first: the file itself is probed, served and sized, not the link.
-        let (absolute, size) = try MediaError.checkReadableFile(path)
+        // Links are followed first: the file itself is probed, served and sized, not the link. A URL is what it is.
+        let remote = MediaInfo.isRemote(path)
+        let (absolute, size) = remote ? (path, UInt64(0)) : try MediaError.checkReadableFile(path)
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(GstClockTime(timeout * GStreamer.second), &error) else {
             throw .pipeline(GLibError("GStreamer's discoverer could not start", error).description)
         }
         defer { g_object_unref(discoverer) }
-        let info = gst_discoverer_discover_uri(discoverer, GStreamer.uri(forPath: absolute), &error)
+        let info = gst_discoverer_discover_uri(discoverer, remote ? absolute : GStreamer.uri(forPath: absolute), &error)
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
         guard let info, result == GST_DISCOVERER_OK || (result == GST_DISCOVERER_MISSING_PLUGINS && hasStreams(info)) else {
@@ -100,6 +124,10 @@ public enum MediaProbe {
             case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
             default:
                 let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                if remote, let error, error.pointee.domain == gst_resource_error_quark() {
+                    g_error_free(error)
+                    throw .fetchFailed(path, reason: Self.fetchFailure(message))
+                }
                 reason = message.contains("determine type") ? "its format is not recognised" : message
             }
             if let error { g_error_free(error) }
@@ -110,6 +138,7 @@ public enum MediaProbe {
         var media = MediaInfo(path: absolute, size: size, container: "", mimeType: "application/octet-stream",
                               duration: GStreamer.seconds(UInt64(gst_discoverer_info_get_duration(info))),
                               seekable: gst_discoverer_info_get_seekable(info) != 0, streams: [])
+        media.isLive = gst_discoverer_info_get_live(info) != 0
         var tags = TagReader()
         var containerCaps = ""
         if let top = gst_discoverer_info_get_stream_info(info) {
@@ -136,7 +165,7 @@ public enum MediaProbe {
         }
         // A bare stream's parser (MP3, ADTS AAC) estimates its length only after some frames, and the
         // discoverer waits 0.1 s for that: on a busy machine it gives 0. Then the file is parsed here.
-        if media.duration ?? 0 == 0, media.streams.count == 1, [.audio, .video].contains(media.streams[0].kind) {
+        if !remote, media.duration ?? 0 == 0, media.streams.count == 1, [.audio, .video].contains(media.streams[0].kind) {
             media.duration = measuredDuration(of: absolute, within: timeout)
         }
         media.title = tags.title
@@ -145,6 +174,15 @@ public enum MediaProbe {
         media.coverArt = tags.cover
         media.mimeType = MIMEType.forContainer(media.container, caps: containerCaps, kind: media.kind)
         return media
+    }
+
+    /// Souphttpsrc's words for a failed fetch, as a person reads them ("File not found" is its name for a 404).
+    static func fetchFailure(_ message: String) -> String {
+        switch message {
+        case "File not found": return "the server answered 404 Not Found"
+        case "Not authorized to access resource", "Forbidden": return "the server refused it (403 Forbidden)"
+        default: return message
+        }
     }
 
     /// The length of a single-stream file, from a parser run through it as fast as it reads: exact once

@@ -62,7 +62,7 @@ public final class MediaServer: Sendable {
     public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile, maxChannels: Int? = nil) -> String {
         add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
                   source: .pipeline(Conversion(description: profile.pipeline(for: info, maxChannels: maxChannels),
-                                               duration: info.duration, exactSeek: !profile.copiesStreams))))
+                                               duration: info.duration, exactSeek: !profile.copiesStreams)), isLive: info.isLive))
     }
 
     /// Offers subtitles as WebVTT: a `.vtt` file as it is; a `.srt` (or another format GStreamer's subparse
@@ -153,6 +153,8 @@ struct Offer: Sendable {
     let path: String
     let mimeType: String
     let source: Source
+    /// A live stream (no seeking: DLNA is told so).
+    var isLive = false
     var isImage: Bool { mimeType.hasPrefix("image/") }
 }
 
@@ -301,9 +303,10 @@ struct OfferResponder: Sendable {
             data.withUnsafeBytes { message.append(copying: $0) }
         case .pipeline(let conversion):
             let duration = conversion.duration
-            message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true))
+            message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true, live: offer.isLive))
             var start = 0.0
-            offers.record(token, problem: access(offer.path, R_OK) == 0 ? nil : "\(offer.path) is gone")
+            let gone = !MediaInfo.isRemote(offer.path) && access(offer.path, R_OK) != 0
+            offers.record(token, problem: gone ? "\(offer.path) is gone" : nil)
             switch TimeSeekRequest.parse(query: message.query["t"], header: message.requestHeader("TimeSeekRange.dlna.org"), duration: duration) {
             case .start: break
             case .from(let seconds): start = seconds

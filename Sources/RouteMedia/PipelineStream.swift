@@ -88,7 +88,7 @@ final class PipelineStream: @unchecked Sendable {
         var sentAny = false
         defer { finishResponse(failure: failure, afterData: sentAny) }
         var error: UnsafeMutablePointer<GError>?
-        let full = "filesrc name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
+        let full = "\(GStreamer.sourceElement(for: path)) name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
         guard let pipeline = gst_parse_launch(full, &error), error == nil else {
             failure = GLibError("conversion pipeline", error).description
             return

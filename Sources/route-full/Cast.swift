@@ -1,4 +1,5 @@
-// `route cast`: probe the files, pick the device, and play them as a queue with live status and keys.
+// `route cast`: make the queue (files, folders, playlists, URLs, pages), pick the device, and play it with live status
+// and keys.
 
 import Foundation
 import RouteCLI
@@ -10,17 +11,26 @@ import RoutePluginHost
 
 enum Cast {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        // Every file is checked before any device is touched, so a typo costs nothing; the first is probed
-        // now (a bad first file ends the cast before anything plays), the rest while the queue plays.
-        for path in parsed.positionals { _ = try MediaError.checkReadableFile(path) }
+        // Every source is checked before any device is touched, so a typo costs nothing; the first item is probed
+        // now (a bad first file ends the cast before anything plays), the rest while the queue plays. A web page's
+        // media is probed once the device is known: its format is chosen for the device.
         let options = try CastOptions(parsed)
         if parsed.has("detach") || ServiceMode.applies(parsed) {
+            for path in parsed.positionals where !CastSourceKinds.isURL(path) && !CastSourceKinds.isFolderOrPlaylist(path) {
+                _ = try MediaError.checkReadableFile(path)
+            }
             return try await CastThroughService.run(parsed, options: options, detach: parsed.has("detach"))
         }
-        let probes = ProbeAhead(paths: parsed.positionals)
-        _ = try await probes.info(0)
+        var reading = CastSources.Options()
+        reading.recursive = options.recursive
+        let queue = try await CastSources.expand(parsed.positionals, options: reading)
+        for notice in queue.notices { printError("route cast: \(notice)") }
+        let probes = ProbeAhead(entries: options.shuffle ? queue.entries.shuffled() : queue.entries)
+        if !probes.isPage(0) { _ = try await probes.info(0) }
         let (router, providers) = try Providers.router(parsed)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
+        await probes.playing(on: device)
+        _ = try await probes.info(0)
         return try await play(probes, on: device, router: router, options: options)
     }
 

@@ -211,23 +211,34 @@ final class RouteService: Sendable {
         guard count <= Self.maxFiles else {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(count) files; one cast takes at most \(Self.maxFiles)")
         }
-        if let relative = paths.first(where: { !$0.hasPrefix("/") }) {
-            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \"\(relative)\" is not an absolute path")
+        if let relative = paths.first(where: { !$0.hasPrefix("/") && !MediaInfo.isRemote($0) }) {
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \"\(relative)\" is neither an absolute path nor an http(s) URL")
         }
-        for path in paths { _ = try MediaError.checkReadableFile(path) }
-        var names = paths.map { URL(fileURLWithPath: $0).deletingPathExtension().lastPathComponent }
+        var entries: [QueueEntry] = [], notices: [String] = []
+        if !paths.isEmpty {
+            var reading = CastSources.Options()
+            reading.recursive = Self.flag("recursive", in: options)
+            let queue = try await CastSources.expand(paths, options: reading)
+            entries = queue.entries
+            notices = queue.notices
+        }
         for (number, descriptor) in descriptors.enumerated() {
-            names.append(try Self.check(descriptor, number: number + 1))
+            entries.append(QueueEntry("/proc/self/fd/\(descriptor.descriptor)", title: try Self.check(descriptor, number: number + 1)))
+        }
+        guard entries.count <= Self.maxFiles else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(entries.count) items; one cast takes at most \(Self.maxFiles)")
         }
         let settings = try Self.settings(options)
-        let probes = ProbeAhead(paths: paths + descriptors.map { "/proc/self/fd/\($0.descriptor)" }, titles: names)
-        _ = try await probes.info(0)
+        let probes = ProbeAhead(entries: Self.flag("shuffle", in: options) ? entries.shuffled() : entries)
+        if !probes.isPage(0) { _ = try await probes.info(0) }
         let device = try await find(query, timeout: 3)
+        await probes.playing(on: device)
+        _ = try await probes.info(0)
         let endsWithClient: Bool
         if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
         let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
         let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, bus: bus)
+                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, notices: notices, bus: bus)
         // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
         let published = Result { try session.publish() }
         state.withLock { $0.sessions[session.path] = session }
@@ -255,7 +266,13 @@ final class RouteService: Sendable {
         return URL(fileURLWithPath: target).deletingPathExtension().lastPathComponent
     }
 
-    /// A cast's options: via, subtitles ("" for none), imageDuration and startTimeout (seconds).
+    /// Whether the boolean option `key` is set.
+    private static func flag(_ key: String, in options: [String: DBusValue]) -> Bool {
+        if case .boolean(true)? = options[key]?.unwrapped { return true }
+        return false
+    }
+
+    /// A cast's options: via, subtitles ("" for none), imageDuration and startTimeout (seconds), loop, resume, start.
     private static func settings(_ options: [String: DBusValue]) throws -> CastSettings {
         var settings = CastSettings()
         for (key, value) in options {
@@ -268,10 +285,13 @@ final class RouteService: Sendable {
                 settings.imageDuration = .milliseconds(Int(seconds * 1000))
             case ("startTimeout", .double(let seconds)) where seconds >= 1 && seconds <= 3600:
                 settings.startTimeout = .milliseconds(Int(seconds * 1000))
-            case ("endsWithClient", .boolean): break
+            case ("endsWithClient", .boolean), ("recursive", .boolean), ("shuffle", .boolean): break
+            case ("loop", .boolean(let loops)): settings.loops = loops
+            case ("resume", .boolean(let resumes)): settings.resumes = resumes
+            case ("start", .double(let seconds)) where seconds >= 0 && seconds.isFinite: settings.start = seconds
             default:
                 throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                                "Cast: the option \(key) takes \(["via": "a protocol name", "subtitles": "a path or \"\"", "endsWithClient": "a boolean"][key] ?? (["imageDuration", "startTimeout"].contains(key) ? "seconds (a double) from 1 to 3600" : "nothing: there is no such option"))")
+                                "Cast: the option \(key) takes \(["via": "a protocol name", "subtitles": "a path or \"\"", "start": "seconds (a double), 0 or more"][key] ?? (["endsWithClient", "recursive", "shuffle", "loop", "resume"].contains(key) ? "a boolean" : ["imageDuration", "startTimeout"].contains(key) ? "seconds (a double) from 1 to 3600" : "nothing: there is no such option"))")
             }
         }
         return settings

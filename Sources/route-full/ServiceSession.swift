@@ -46,16 +46,17 @@ final class ServiceSession: Sendable, DBusObjectHandler {
 
     /// A session of `probes` on `device`; nothing plays until `run()`.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
-         descriptors: [DBusDescriptor], owner: String?, bus: DBusConnection) throws {
+         descriptors: [DBusDescriptor], owner: String?, notices: [String] = [], bus: DBusConnection) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
         self.device = device
         self.bus = bus
         self.descriptors = descriptors
         state = Mutex(State(owner: owner))
-        initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.paths.count, title: probes.titles.first ?? "",
+        initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
         let cast = try QueuedCast(probes, on: device, router: router, settings: settings, servers: servers)
+        for words in notices { cast.say(words) }
         self.cast = cast
         control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
     }

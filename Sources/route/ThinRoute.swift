@@ -13,7 +13,7 @@ enum ThinRoute {
         switch name {
         case "devices" where ServiceMode.applies(parsed):
             return try await DeviceList.throughService(parsed)
-        case "cast" where (parsed.has("detach") || ServiceMode.applies(parsed)) && parsed.positionals.allSatisfy(isPlainFile):
+        case "cast" where (parsed.has("detach") || ServiceMode.applies(parsed)) && parsed.positionals.allSatisfy(CastSourceKinds.serviceTakes):
             return try await CastThroughService.run(parsed, options: try CastOptions(parsed), detach: parsed.has("detach"))
         case _ where Specs.controls.contains(where: { $0.command == name }):
             // A cast's own control socket answers; a device no cast of route's plays is observed by route-full.
@@ -21,12 +21,6 @@ enum ThinRoute {
         default:
             FullRoute.exec(CommandLine.arguments)
         }
-    }
-
-    /// A regular file, not empty, that this user may read.
-    static func isPlainFile(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && info.st_size > 0 && access(path, R_OK) == 0
     }
 }
 

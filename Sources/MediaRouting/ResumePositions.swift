@@ -1,0 +1,155 @@
+// ResumePositions: where each file or URL stopped, kept in the user's state directory ($XDG_STATE_HOME/route/
+// positions.json), so that `--resume` starts there; an item played to its end is forgotten.
+
+import Foundation
+import RouteCore
+import Synchronization
+
+/// Remembers where items stopped, by path or URL. Thread-safe; written at most every few seconds while an item plays,
+/// and at once when it stops.
+public final class ResumePositions: Sendable {
+    /// The user's store.
+    public static let shared = ResumePositions(file: ResumePositions.defaultFile)
+
+    /// `$XDG_STATE_HOME/route/positions.json` (`~/.local/state/route/positions.json`).
+    public static var defaultFile: String {
+        let environment = ProcessInfo.processInfo.environment
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+        return state + "/route/positions.json"
+    }
+
+    /// Positions closer than this to an item's start or end are not worth resuming: the item starts over.
+    public static let margin = 10.0
+    /// The most items remembered: the oldest are forgotten first.
+    public static let capacity = 1000
+
+    private struct Record: Codable {
+        var position: Double
+        var updated: Date
+    }
+
+    private let file: String
+    private let records = Mutex<(loaded: Bool, table: [String: Record], written: ContinuousClock.Instant?)>((false, [:], nil))
+
+    /// A store kept in `file`.
+    public init(file: String) { self.file = file }
+
+    /// Where `key` stopped, if it is worth resuming.
+    public func position(of key: String) -> Double? {
+        records.withLock { state in
+            load(&state)
+            return state.table[key]?.position
+        }
+    }
+
+    /// Notes `position` of `key` (of `duration`, when known): near the end it is forgotten, as a finished item;
+    /// near the start it is not kept. `now` writes at once; otherwise at most every 5 s.
+    public func note(_ key: String, position: Double, duration: Double?, now: Bool = false) {
+        records.withLock { state in
+            load(&state)
+            if position < Self.margin || duration.map({ position > $0 - Self.margin }) == true {
+                guard state.table.removeValue(forKey: key) != nil else { return }
+            } else {
+                state.table[key] = Record(position: position, updated: Date())
+            }
+            if !now, let written = state.written, ContinuousClock.now - written < .seconds(5) { return }
+            save(&state)
+        }
+    }
+
+    /// Forgets `key` (it played to its end).
+    public func forget(_ key: String) {
+        records.withLock { state in
+            load(&state)
+            guard state.table.removeValue(forKey: key) != nil else { return }
+            save(&state)
+        }
+    }
+
+    private func load(_ state: inout (loaded: Bool, table: [String: Record], written: ContinuousClock.Instant?)) {
+        guard !state.loaded else { return }
+        state.loaded = true
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        if let data = FileManager.default.contents(atPath: file), let table = try? decoder.decode([String: Record].self, from: data) {
+            state.table = table
+        }
+    }
+
+    /// Writes the table (newest `capacity` items) to a temporary file renamed over the old one.
+    private func save(_ state: inout (loaded: Bool, table: [String: Record], written: ContinuousClock.Instant?)) {
+        if state.table.count > Self.capacity {
+            let kept = state.table.sorted { $0.value.updated > $1.value.updated }.prefix(Self.capacity)
+            state.table = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+        }
+        state.written = .now
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(state.table) else { return }
+        let folder = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let temporary = file + ".\(getpid()).tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: data) else { return }
+        if rename(temporary, file) != 0 { unlink(temporary) }
+    }
+}
+
+/// Follows one queue's statuses into a `ResumePositions`: the position of each item while it plays, kept when it
+/// stops, forgotten when it ends by itself.
+public final class ResumeRecorder: Sendable {
+    private let store: ResumePositions
+    private let keys: [String?]
+    /// The last position seen playing, by queue index.
+    private let playing = Mutex<[Int: (position: Double, duration: Double?)]>([:])
+
+    /// A recorder for a queue whose items are `keys` (paths and URLs; nil for one with no place to come back to, a
+    /// live stream), in order.
+    public init(store: ResumePositions, keys: [String?]) {
+        self.store = store
+        self.keys = keys
+    }
+
+    /// Hears one of the queue's statuses.
+    public func hear(_ status: QueueStatus) {
+        guard keys.indices.contains(status.index), let key = keys[status.index] else { return }
+        let playback = status.playback
+        switch playback.state {
+        case .playing, .paused:
+            playing.withLock { $0[status.index] = (playback.position, playback.duration) }
+            store.note(key, position: playback.position, duration: playback.duration)
+        default:
+            guard playback.isFinal else { return }
+            let last = playing.withLock { $0.removeValue(forKey: status.index) }
+            if playback.state == .ended && playback.endReason == .finished {
+                store.forget(key)
+            } else if let last {
+                // The stopped device's own position is often 0: the last one seen playing is where it stopped.
+                store.note(key, position: last.position, duration: last.duration, now: true)
+            }
+        }
+    }
+}
+
+/// Where each item of a queue starts: `--start` for the first item (once: not again when a loop comes round), else
+/// where it stopped last time (`--resume`), else its beginning.
+public final class StartPositions: Sendable {
+    private let first: Mutex<Double?>
+    private let keys: [String]
+    private let store: ResumePositions?
+
+    /// Starts for a queue of `keys`: the first at `first`, each at its remembered place when `store` is given.
+    public init(first: Double?, keys: [String], store: ResumePositions?) {
+        self.first = Mutex(first)
+        self.keys = keys
+        self.store = store
+    }
+
+    /// Where item `index` starts (nil: at its beginning).
+    public func position(of index: Int) -> Double? {
+        if index == 0, let start = first.withLock({ $0.take() }) { return start }
+        guard let store, keys.indices.contains(index) else { return nil }
+        return store.position(of: keys[index])
+    }
+}

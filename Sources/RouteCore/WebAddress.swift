@@ -1,0 +1,44 @@
+// WebAddress: where an http(s) URL points, for the two rules about URLs — a device cannot fetch from this machine's
+// loopback (route serves such a URL itself), and a playlist or page from the web may not make route fetch from this
+// machine at all.
+
+import Foundation
+
+/// Checks the host of an http(s) URL against this machine.
+public enum WebAddress {
+    /// Why `url` points at this machine, in words ("127.0.0.1 is this machine's loopback"); nil when its host is
+    /// elsewhere, or is a name that does not resolve (then nothing here could fetch it either).
+    public static func thisMachine(_ url: String) -> String? {
+        guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty else { return nil }
+        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" || bare.hasSuffix(".localhost") { return "\(host) is this machine" }
+        for address in addresses(of: bare) {
+            if let bytes = AnnouncedAddress.bytes(of: address) {
+                if let special = AnnouncedAddress.special(bytes) { return "\(host) is \(special)" }
+                if AnnouncedAddress.ownAddresses().contains(bytes) { return "\(host) is an address of this machine" }
+            }
+        }
+        return nil
+    }
+
+    /// The numeric addresses `host` stands for: itself when numeric, else what the resolver says (none when it fails).
+    private static func addresses(of host: String) -> [String] {
+        if AnnouncedAddress.bytes(of: host) != nil { return [host] }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var found: [String] = []
+        var node = list
+        while let current = node {
+            var numeric = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if let address = current.pointee.ai_addr,
+               getnameinfo(address, current.pointee.ai_addrlen, &numeric, socklen_t(numeric.count), nil, 0, NI_NUMERICHOST) == 0 {
+                found.append(String(cBuffer: numeric))
+            }
+            node = current.pointee.ai_next
+        }
+        return found
+    }
+}
