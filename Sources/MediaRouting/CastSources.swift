@@ -22,6 +22,9 @@ public struct QueueEntry: Sendable, Hashable {
     public var isLive = false
     /// A web page's media, best first; empty for anything else.
     public var formats: [WebFormat] = []
+    /// Whether a person named it (on the command line, in an app), rather than a folder or playlist holding it: a
+    /// named item that cannot be played ends a cast that starts with it; one found in a folder is skipped.
+    public var isNamed = false
 
     /// An entry for `location`.
     public init(_ location: String, title: String? = nil, artwork: String? = nil, duration: Double? = nil) {
@@ -151,7 +154,9 @@ struct SourceReader {
                                          kind: ext, base: .directory(base), origin: origin == .person ? .localPlaylist(path) : origin)
         }
         if origin == .person { _ = try MediaError.checkReadableFile(path) }
-        entries.append(QueueEntry(path))
+        var entry = QueueEntry(path)
+        entry.isNamed = origin == .person
+        entries.append(entry)
     }
 
     private mutating func addFolder(_ folder: String, origin: SourceOrigin) throws {
@@ -284,7 +289,9 @@ struct SourceReader {
         }
         if type.hasPrefix("audio/") || type.hasPrefix("video/") || type.hasPrefix("image/") || type.isEmpty
             || ["application/octet-stream", "application/ogg", "application/mp4", "binary/octet-stream"].contains(type) {
-            return entries.append(QueueEntry(final))
+            var entry = QueueEntry(final)
+            entry.isNamed = origin == .person
+            return entries.append(entry)
         }
         throw MediaError.notMedia(url, reason: "the server says it is \(type), not media, a playlist or a web page")
     }
@@ -300,6 +307,8 @@ struct SourceReader {
             let response: HTTPResponse
             do {
                 response = try await HTTPClient.shared.peek(current, bytes: bytes, whole: whole, timeout: options.timeout)
+            } catch HTTPError.timedOut(_, let seconds) {
+                throw MediaError.fetchFailed(url, reason: "the server stalls: in \(seconds) s it sent too little to tell what it is")
             } catch {
                 throw MediaError.fetchFailed(url, reason: "\(error)".replacingOccurrences(of: current + ": ", with: ""))
             }

@@ -31,6 +31,24 @@ public actor ProbeAhead {
         self.init(entries: paths.enumerated().map { QueueEntry($0.element, title: titles?[$0.offset]) })
     }
 
+    /// A queue of `entries` whose first item is probed now: leading items a folder or playlist held that cannot be
+    /// played are left out (each told to `skip` with why); a named one that cannot be played is thrown, as is the last.
+    /// A web page first is left to be probed once the device is known.
+    public static func probingFirst(_ entries: [QueueEntry], skip: (String) -> Void) async throws -> ProbeAhead {
+        var remaining = entries[...]
+        while true {
+            let probes = ProbeAhead(entries: Array(remaining))
+            if probes.isPage(0) { return probes }
+            do {
+                _ = try await probes.info(0)
+                return probes
+            } catch let error where !remaining[remaining.startIndex].isNamed && remaining.count > 1 && !(error is CancellationError) {
+                skip("skipping \(remaining[remaining.startIndex].displayTitle): \(error)")
+                remaining = remaining.dropFirst()
+            }
+        }
+    }
+
     /// The queue plays on `device`: a web page's media is the best format it takes as it is.
     public func playing(on device: MediaDevice) {
         self.device = device

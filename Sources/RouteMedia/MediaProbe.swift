@@ -120,7 +120,9 @@ public enum MediaProbe {
         guard let info, result == GST_DISCOVERER_OK || (result == GST_DISCOVERER_MISSING_PLUGINS && hasStreams(info)) else {
             let reason: String
             switch result {
-            case GST_DISCOVERER_TIMEOUT: reason = "GStreamer gave up after \(Int(timeout)) s"
+            case GST_DISCOVERER_TIMEOUT:
+                if remote { throw .fetchFailed(path, reason: "the server stalls: in \(Int(timeout)) s it sent too little to tell what it is") }
+                reason = "GStreamer gave up after \(Int(timeout)) s"
             case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
             default:
                 let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"

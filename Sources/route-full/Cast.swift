@@ -25,8 +25,9 @@ enum Cast {
         reading.recursive = options.recursive
         let queue = try await CastSources.expand(parsed.positionals, options: reading)
         for notice in queue.notices { printError("route cast: \(notice)") }
-        let probes = ProbeAhead(entries: options.shuffle ? queue.entries.shuffled() : queue.entries)
-        if !probes.isPage(0) { _ = try await probes.info(0) }
+        let probes = try await ProbeAhead.probingFirst(options.shuffle ? queue.entries.shuffled() : queue.entries) {
+            printError("route cast: \($0)")
+        }
         let (router, providers) = try Providers.router(parsed)
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         await probes.playing(on: device)

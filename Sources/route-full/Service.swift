@@ -223,14 +223,15 @@ final class RouteService: Sendable {
             notices = queue.notices
         }
         for (number, descriptor) in descriptors.enumerated() {
-            entries.append(QueueEntry("/proc/self/fd/\(descriptor.descriptor)", title: try Self.check(descriptor, number: number + 1)))
+            var entry = QueueEntry("/proc/self/fd/\(descriptor.descriptor)", title: try Self.check(descriptor, number: number + 1))
+            entry.isNamed = true
+            entries.append(entry)
         }
         guard entries.count <= Self.maxFiles else {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(entries.count) items; one cast takes at most \(Self.maxFiles)")
         }
         let settings = try Self.settings(options)
-        let probes = ProbeAhead(entries: Self.flag("shuffle", in: options) ? entries.shuffled() : entries)
-        if !probes.isPage(0) { _ = try await probes.info(0) }
+        let probes = try await ProbeAhead.probingFirst(Self.flag("shuffle", in: options) ? entries.shuffled() : entries) { notices.append($0) }
         let device = try await find(query, timeout: 3)
         await probes.playing(on: device)
         _ = try await probes.info(0)
