@@ -33,6 +33,11 @@ public enum CastPublication {
                     shown = status.index
                     let info = try? await probes.info(status.index)
                     model.content = content(of: info, title: status.title, index: status.index)
+                    // A live stream has no place to seek to.
+                    let seekable = !(info?.isLive ?? false)
+                    model.controls.seek.isEnabled = seekable
+                    model.controls.skipForward.command.isEnabled = seekable
+                    model.controls.skipBackward.command.isEnabled = seekable
                 }
                 model.controls.next.isEnabled = status.index + 1 < status.count
                 model.update(status.playback)
@@ -49,7 +54,7 @@ public enum CastPublication {
     /// What the desktop shows of queue item `index`: a song or a video, with its tags and cover art.
     private static func content(of info: MediaInfo?, title: String, index: Int) -> any MediaContent {
         let identifier = "\(index):\(info?.path ?? title)"
-        let duration: MediaDuration = info?.duration.map { .finite($0) } ?? .continuous
+        let duration: MediaDuration = info?.isLive == true ? .live : info?.duration.map { .finite($0) } ?? .continuous
         let artwork = info?.coverArt.map { Artwork(ArtworkImage(data: $0.data, mimeType: $0.mimeType)) }
         if info?.kind.contains(.video) == true {
             return MovieContent(title: info?.displayTitle ?? title, subtitle: info?.artist, duration: duration, artwork: artwork,

@@ -33,7 +33,15 @@ extension LabTests {
                     <!DOCTYPE html><html><head><title>Lab Clip Page</title></head>
                     <body><video controls src="clip.mp4" poster="poster.jpg"></video></body></html>
                     """)
+                _ = try sandbox.file("web/two.html", """
+                    <html><head><title>Two Songs</title></head><body><audio src="tone.mp3"></audio><audio src="tone2.mp3"></audio></body></html>
+                    """)
+                // (Sounds, not videos: gmediarender 0.0.9 stops fetching when it moves gaplessly from one video to the next.)
+                try FileManager.default.copyItem(atPath: root + "/tone.mp3", toPath: root + "/tone2.mp3")
                 _ = try sandbox.file("web/notes.txt", "not media\n")
+                // The same stream as a live one: a playlist with no end.
+                let vod = try String(contentsOfFile: root + "/hls/playlist.m3u8", encoding: .utf8)
+                _ = try sandbox.file("web/hls/live.m3u8", vod.replacingOccurrences(of: "#EXT-X-ENDLIST", with: ""))
                 try FileManager.default.copyItem(atPath: root + "/tone.mp3", toPath: root + "/stall.mp3")
                 _ = try sandbox.file("web/sneaky.m3u", "#EXTM3U\nhttp://127.0.0.1:8088/tone.mp3\ntone.mp3\n")
                 try Lab.control("start-web", root)
@@ -111,6 +119,26 @@ extension LabTests {
             }
         }
 
+        @Test func aLiveStreamIsLiveOnTheReceiverAndCannotBeSeeked() async throws {
+            try await withWeb { sandbox, _ in
+                try? Lab.control("stop-cast")
+                try CastReceiverLab.start([])
+                defer { try? Lab.control("stop-cast") }
+                let live = Self.web + "/hls/live.m3u8"
+                let playing = try sandbox.start(["cast", live, "--to", "Lab Cast"], environment: cast)
+                try await Lab.until("the receiver plays the live stream", within: 15) {
+                    CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" && $0["contentId"] as? String == live }
+                }
+                let load = CastReceiverLab.events().first { $0["event"] as? String == "load" }
+                #expect(load?["streamType"] as? String == "LIVE", "\(String(describing: load))")
+                let seek = try await sandbox.run(["seek", "+5", "--to", "Lab Cast"], environment: cast)
+                #expect(seek.status != 0 && seek.stderr.contains("is a live stream"), "\(seek)")
+                _ = try await sandbox.run(["stop", "--to", "Lab Cast"], environment: cast)
+                let result = await playing.finish(within: 10)
+                #expect(result.status == 0, "\(result)")
+            }
+        }
+
         @Test func aWebPageIsResolvedByYtDlpAndAMissingYtDlpIsNamed() async throws {
             try await Lab.stopRenderer()
             try await withWeb { sandbox, _ in
@@ -128,6 +156,9 @@ extension LabTests {
 
                 let toRenderer = try await sandbox.run(["cast", page, "--to", Lab.rendererName], environment: upnp, timeout: 40)
                 #expect(toRenderer.status == 0 && playedTitles(toRenderer).first?.hasPrefix("Lab Clip Page") == true, "\(toRenderer)")
+                // A page with two sounds is a queue of two.
+                let two = try await sandbox.run(["cast", Self.web + "/two.html", "--to", Lab.rendererName], environment: upnp, timeout: 40)
+                #expect(two.status == 0 && playedTitles(two) == ["Two Songs (1)", "Two Songs (2)"], "\(two)")
 
                 let without = try await sandbox.run(["cast", page, "--to", Lab.rendererName],
                                                     environment: upnp.merging(["ROUTE_YTDLP": "/nonexistent/yt-dlp"]) { $1 })
@@ -149,6 +180,13 @@ extension LabTests {
                 let folder = try await sandbox.run(["cast", album, "--to", Lab.rendererName], environment: upnp, timeout: 30)
                 #expect(folder.status == 0 && playedTitles(folder) == ["1 a", "2 b", "10 c"], "\(folder)")
                 #expect(folder.stderr.contains("skipped 1 file in \(album) that is not media: notes.txt"), "\(folder)")
+                // The folder's picture is its music's cover art: the receiver shows it (it fetched it), and it is no item.
+                try? Lab.control("stop-cast")
+                try CastReceiverLab.start([])
+                defer { try? Lab.control("stop-cast") }
+                let toReceiver = try await sandbox.run(["cast", album, "--to", "Lab Cast"], environment: cast, timeout: 30)
+                #expect(toReceiver.status == 0 && playedTitles(toReceiver) == ["1 a", "2 b", "10 c"], "\(toReceiver)")
+                #expect(CastReceiverLab.events().contains { $0["event"] as? String == "image" && $0["error"] == nil }, "\(CastReceiverLab.events())")
 
                 let m3u = try sandbox.file("list.m3u", "#EXTM3U\n#EXTINF:1,First From M3U\nalbum/2 b.mp3\n#EXTINF:3,Second From M3U\n\(Self.web)/tone.mp3\n")
                 let pls = try sandbox.file("list.pls", "[playlist]\nFile1=\(Self.web)/tone.mp3\nTitle1=PLS One\nFile2=album/1 a.mp3\nTitle2=PLS Two\nNumberOfEntries=2\n")
