@@ -86,7 +86,7 @@ package enum Specs {
         examples: ["route watch", "route watch --providers upnp --json"])
 
     package static let probe = CommandSpec(
-        name: "probe", summary: "show what a media file contains", positionals: "FILE", minPositionals: 1, maxPositionals: 1,
+        name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,
         options: [CommonOptions.json],
         details: "Container, MIME type, duration, streams (codec, channels, resolution), tags and cover art, via GStreamer.",
         examples: ["route probe song.mp3", "route probe --json movie.mkv"])

@@ -13,10 +13,10 @@ enum Probe {
             print(try JSONOutput.string(ProbeReport(info)))
             return .success
         }
-        let via = URL(fileURLWithPath: given).standardizedFileURL.path == info.path ? "" : " (via \(given))"
+        let via = info.isRemote || URL(fileURLWithPath: given).standardizedFileURL.path == info.path ? "" : " (via \(given))"
         var lines = [
-            "file:      \(info.path)\(via)",
-            "size:      \(info.size) bytes",
+            info.isRemote ? "url:       \(info.path)\(info.isLive ? " (live)" : "")" : "file:      \(info.path)\(via)",
+            info.isRemote ? "size:      unknown (on the web)" : "size:      \(info.size) bytes",
             "container: \(info.container) (served as \(info.mimeType))",
             "duration:  \(info.duration.map { formatClock($0) + String(format: " (%.3f s)", $0) } ?? "unknown")",
         ]

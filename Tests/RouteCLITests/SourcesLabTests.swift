@@ -103,6 +103,10 @@ extension LabTests {
                 try await Lab.until("the renderer plays route's stream of the HLS", within: 15) {
                     try Lab.trackURI().hasPrefix("http://10.77.0.1:") && Lab.transportState() == "PLAYING"
                 }
+                // A seek in the converted stream: route's server starts it again from there, fetching from the web server.
+                let seek = try await sandbox.run(["seek", "0:02", "--to", Lab.rendererName], environment: upnp)
+                #expect(seek.status == 0, "\(seek)")
+                try await Lab.until("the renderer plays the stream from 2 s", within: 10) { try Lab.trackURI().contains("t=2.000") }
                 let rendered = await toRenderer.finish(within: 25)
                 #expect(rendered.status == 0, "\(rendered)")
                 #expect(served().contains { $0.hasPrefix("10.77.0.1 GET /hls/seg") }, "\(served())")
