@@ -39,6 +39,7 @@ extension LabTests {
                 // (Sounds, not videos: gmediarender 0.0.9 stops fetching when it moves gaplessly from one video to the next.)
                 try FileManager.default.copyItem(atPath: root + "/tone.mp3", toPath: root + "/tone2.mp3")
                 _ = try sandbox.file("web/notes.txt", "not media\n")
+                _ = try sandbox.file("web/empty.html", "<html><head><title>Nothing</title></head><body><p>No media here.</p></body></html>")
                 // The same stream as a live one: a playlist with no end.
                 let vod = try String(contentsOfFile: root + "/hls/playlist.m3u8", encoding: .utf8)
                 _ = try sandbox.file("web/hls/live.m3u8", vod.replacingOccurrences(of: "#EXT-X-ENDLIST", with: ""))
@@ -215,6 +216,7 @@ extension LabTests {
                     (Self.web + "/loop-a", "its redirects go round in a loop"),
                     (Self.web + "/to-loopback", "refused: it redirects to http://127.0.0.1:8088/tone.mp3"),
                     (Self.web + "/notes.txt", "the server says it is text/plain, not media"),
+                    (Self.web + "/empty.html", "nothing to play (yt-dlp found no media"),
                     (sandbox.root + "/nowhere.mp3", "no such file"),
                     (Self.web + "/stall.mp3", "the server stalls: in 15 s it sent too little to tell what it is"),
                 ]
