@@ -131,7 +131,9 @@ struct SourceReader {
                 try await addPath(source, origin: origin)
             }
         } catch let error where origin != .person && !(error is CancellationError) {
-            notices.append("skipping \(source): \(error)")
+            // Most errors name the source first already.
+            let words = "\(error)"
+            notices.append("skipping " + (words.hasPrefix(source) ? words : "\(source): \(words)"))
         }
     }
 

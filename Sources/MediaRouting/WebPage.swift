@@ -7,6 +7,9 @@ import RouteMedia
 
 /// Resolves web pages to their media with yt-dlp.
 public enum WebPage {
+    /// Threads that wait for yt-dlp: its output is read with blocking calls.
+    private static let threads = BlockingThreads(name: "route-yt-dlp", count: 2)
+
     /// The entries of `page`: one per video (a playlist page gives several), each with its formats, best first.
     /// - Throws: `MediaError.fetchFailed` naming the page when yt-dlp is not installed, fails, finds nothing, or
     ///   takes longer than `timeout`.
@@ -87,31 +90,45 @@ public enum WebPage {
             process.executableURL = URL(fileURLWithPath: found)
         }
         process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        // What yt-dlp says goes to a file: only its last error line is wanted, and a pipe nobody drains could fill.
+        let said = FileManager.default.temporaryDirectory.appendingPathComponent("route-yt-dlp-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: said.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: said) }
         process.standardOutput = output
-        process.standardError = errors
+        process.standardError = try FileHandle(forWritingTo: said)
         process.standardInput = FileHandle.nullDevice
         do { try process.run() } catch {
             throw MediaError.fetchFailed(page, reason: "yt-dlp could not start: \(error.localizedDescription)")
         }
-        // Read both pipes to their ends beside each other: a full pipe would stop yt-dlp.
-        async let readOut = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-        async let readErr = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
-        let deadline = Task.detached {
-            try await Task.sleep(for: timeout)
-            process.terminate()
-        }
-        let (data, said) = await (readOut, readErr)
-        process.waitUntilExit()
-        deadline.cancel()
-        if process.terminationReason == .uncaughtSignal {
-            throw MediaError.fetchFailed(page, reason: "yt-dlp did not finish within \(timeout.components.seconds) s")
+        // Read on a thread of route's own (blocking reads must not hold the cooperative pool); a deadline or a
+        // cancelled task ends yt-dlp, which ends the read.
+        let running = RunningProcess(process)
+        let data = try await withTaskCancellationHandler {
+            try await threads.run(timeout: timeout, timedOut: {
+                running.process.terminate()
+                return MediaError.fetchFailed(page, reason: "yt-dlp did not finish within \(timeout.components.seconds) s")
+            }) {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                running.process.waitUntilExit()
+                return data
+            }
+        } onCancel: {
+            running.process.terminate()
         }
         guard process.terminationStatus == 0 else {
-            let line = String(decoding: said, as: UTF8.self).split(whereSeparator: \.isNewline).last { $0.contains("ERROR") }
+            let text = (try? String(contentsOf: said, encoding: .utf8)) ?? ""
+            let line = text.split(whereSeparator: \.isNewline).last { $0.contains("ERROR") }
                 .map { $0.replacingOccurrences(of: "ERROR: ", with: "") } ?? "it exited with \(process.terminationStatus)"
             throw MediaError.nothingToPlay(page, reason: "yt-dlp found no media: \(line)")
         }
         return data
     }
+}
+
+/// A started process, handed to the thread that waits for it and to the deadline that may end it.
+private final class RunningProcess: @unchecked Sendable {
+    // Safety: Process's terminate, waitUntilExit and terminationStatus may be called from any thread.
+    let process: Process
+    init(_ process: Process) { self.process = process }
 }
