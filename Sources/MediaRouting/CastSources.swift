@@ -25,6 +25,9 @@ public struct QueueEntry: Sendable, Hashable {
     /// Whether a person named it (on the command line, in an app), rather than a folder or playlist holding it: a
     /// named item that cannot be played ends a cast that starts with it; one found in a folder is skipped.
     public var isNamed = false
+    /// The playlist on the web that named it: it is looked at (redirects followed hop by hop, the rules for the web
+    /// applied) when the queue reaches it.
+    public var webPlaylist: String?
 
     /// An entry for `location`.
     public init(_ location: String, title: String? = nil, artwork: String? = nil, duration: Double? = nil) {
@@ -91,6 +94,20 @@ public enum CastSources {
     /// Playlist file extensions.
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls", "xspf"]
 
+    /// Where an entry a playlist on the web named really is: its redirects followed hop by hop, never to this machine;
+    /// media, HLS or DASH only (a page or a playlist named there is not opened).
+    /// - Throws: `MediaError` naming the URL and what is wrong with it.
+    public static func followed(_ url: String, namedBy playlist: String, options: Options = Options()) async throws -> String {
+        let reader = SourceReader(options: options)
+        let (final, response) = try await reader.look(at: url, origin: .web(playlist), bytes: 4096)
+        let type = (response.contentType ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        if type == "text/html" || type == "application/xhtml+xml" || PlaylistFile.kind(mimeType: type, extension: "") == "pls"
+            || type == "application/xspf+xml" {
+            throw MediaError.notMedia(url, reason: "it is \(type); route plays the media a playlist from the web names, not its pages or playlists")
+        }
+        return final
+    }
+
     /// Orders names as people do: "2 b" before "10 c", case aside.
     public static func naturalOrder(_ a: String, _ b: String) -> Bool {
         let order = a.compare(b, options: [.numeric, .caseInsensitive])
@@ -140,6 +157,9 @@ struct SourceReader {
     // MARK: Paths
 
     private mutating func addPath(_ path: String, origin: SourceOrigin) async throws {
+        if origin.isWeb {
+            throw MediaError.fetchFailed(path, reason: "refused: a playlist or page from the web may not name files on this machine")
+        }
         var info = stat()
         guard stat(path, &info) == 0 else {
             // A missing file is an entry all the same: the queue says so when it reaches it (as for files given).
@@ -170,7 +190,12 @@ struct SourceReader {
             notices.append("skipped \(skipped.count) file\(skipped.count == 1 ? "" : "s") in \(folder) that \(skipped.count == 1 ? "is" : "are") not media: \(shown)")
         }
         if entries.count == before {
-            throw MediaError.nothingToPlay(folder, reason: "no media files in it" + (options.recursive ? "" : "; --recursive plays the folders inside it"))
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            let hasFolders = names.contains { name in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: folder + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
+            }
+            throw MediaError.nothingToPlay(folder, reason: "no media files in it" + (options.recursive || !hasFolders ? "" : "; --recursive plays the folders inside it"))
         }
     }
 
@@ -215,6 +240,8 @@ struct SourceReader {
     enum Base {
         case directory(String)
         case web(URL)
+
+        var isWeb: Bool { if case .web = self { true } else { false } }
     }
 
     private mutating func addPlaylist(_ data: Data, named name: String, kind: String, base: Base, origin: SourceOrigin) async throws {
@@ -232,7 +259,8 @@ struct SourceReader {
         if items.isEmpty { notices.append("\(name) is an empty playlist") }
         for item in items {
             guard let location = resolve(item.location, against: base) else {
-                notices.append("skipping \"\(item.location)\" in \(name): not a path or an http(s) URL")
+                notices.append("skipping \"\(item.location)\" in \(name): " + (base.isWeb ? "a playlist from the web may name http(s) URLs only"
+                                                                                        : "not a path or an http(s) URL"))
                 continue
             }
             let count = entries.count
@@ -249,6 +277,8 @@ struct SourceReader {
     /// (file:// URLs are paths).
     private func resolve(_ location: String, against base: Base) -> String? {
         if MediaInfo.isRemote(location) { return location }
+        // A playlist from the web names nothing on this machine's disk.
+        if location.lowercased().hasPrefix("file:"), case .web = base { return nil }
         if location.lowercased().hasPrefix("file://") { return URL(string: location)?.path }
         if location.contains("://") { return nil }
         switch base {
@@ -263,8 +293,16 @@ struct SourceReader {
     // MARK: URLs
 
     private mutating func addURL(_ url: String, origin: SourceOrigin) async throws {
-        if origin.isWeb, let why = WebAddress.thisMachine(url) {
+        if origin.isWeb, let why = await WebAddress.thisMachine(resolving: url) {
             throw MediaError.fetchFailed(url, reason: "refused: \(why), and a playlist or page from the web may not make route fetch from this machine")
+        }
+        let ext0 = URL(string: url).map { $0.pathExtension.lowercased() } ?? ""
+        if origin != .person, !CastSources.playlistExtensions.contains(ext0) {
+            // A playlist's entry is looked at when the queue reaches it (a list of thousands of streams starts at
+            // once); what it is not — a page, a 404 — is said then.
+            var entry = QueueEntry(url)
+            if case .web(let playlist) = origin { entry.webPlaylist = playlist }
+            return entries.append(entry)
         }
         let (final, response) = try await look(at: url, origin: origin, bytes: 64 * 1024)
         let type = (response.contentType ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
@@ -300,11 +338,11 @@ struct SourceReader {
 
     /// The first `bytes` of `url`, following redirects (at most five, none in a loop, none from elsewhere to this
     /// machine), and the URL finally answered.
-    private func look(at url: String, origin: SourceOrigin, bytes: Int, whole: Bool = false) async throws -> (String, HTTPResponse) {
+    func look(at url: String, origin: SourceOrigin, bytes: Int, whole: Bool = false) async throws -> (String, HTTPResponse) {
         var current = url
         var seen: Set<String> = [url]
         // A person may name a URL on this machine; a redirect from elsewhere to it is the web's doing.
-        let startsHere = WebAddress.thisMachine(url) != nil
+        let startsHere = await WebAddress.thisMachine(resolving: url) != nil
         for _ in 0...Self.maxRedirects {
             let response: HTTPResponse
             do {
@@ -322,7 +360,7 @@ struct SourceReader {
                     throw MediaError.fetchFailed(url, reason: "the server redirects (\(response.status)) to no http(s) URL")
                 }
                 guard !seen.contains(next) else { throw MediaError.fetchFailed(url, reason: "its redirects go round in a loop (\(next) again)") }
-                if !startsHere, let why = WebAddress.thisMachine(next) {
+                if !startsHere, let why = await WebAddress.thisMachine(resolving: next) {
                     throw MediaError.fetchFailed(url, reason: "refused: it redirects to \(next) (\(why))")
                 }
                 seen.insert(next)
@@ -353,11 +391,15 @@ struct SourceReader {
 
     private mutating func addPage(_ page: String, origin: SourceOrigin) async throws {
         let found = try await WebPage.resolve(page, ytDLP: options.ytDLP, timeout: options.pageTimeout)
+        let pageHere = await WebAddress.thisMachine(resolving: page) != nil
         for var entry in found {
             // The page's own media may be anywhere it says, except this machine when the page is not on it.
-            entry.formats = entry.formats.filter { format in
-                origin == .person && WebAddress.thisMachine(page) != nil || WebAddress.thisMachine(format.url) == nil
+            var allowed: [WebFormat] = []
+            for format in entry.formats {
+                let here = await WebAddress.thisMachine(resolving: format.url) != nil
+                if !here || origin == .person && pageHere { allowed.append(format) }
             }
+            entry.formats = allowed
             guard !entry.formats.isEmpty else {
                 notices.append("skipping \(entry.displayTitle) on \(page): its media is on this machine, which a page from the web may not make route fetch")
                 continue

@@ -52,6 +52,11 @@ public actor ProbeAhead {
     /// The queue plays on `device`: a web page's media is the best format it takes as it is.
     public func playing(on device: MediaDevice) {
         self.device = device
+        // A page's format chosen before the device was known is chosen again.
+        for (index, probe) in probes where !entries[index].formats.isEmpty {
+            probe.cancel()
+            probes[index] = nil
+        }
     }
 
     /// Whether item `index` is a web page, whose format is best chosen once the device is known.
@@ -62,9 +67,12 @@ public actor ProbeAhead {
     public func info(_ index: Int) async throws -> MediaInfo {
         for ahead in index...min(entries.count - 1, index + Self.lookahead) where probes[ahead] == nil {
             let entry = entries[ahead]
-            let location = WebPage.choose(entry.formats, for: device)?.url ?? entry.location
+            let chosen = WebPage.choose(entry.formats, for: device)?.url ?? entry.location
             probes[ahead] = Task {
-                var info = try await MediaProbe.probe(location)
+                // An entry a playlist on the web named is followed by route's rules first, and then probed where it is.
+                var location = chosen
+                if let playlist = entry.webPlaylist { location = try await CastSources.followed(chosen, namedBy: playlist) }
+                var info = try await MediaProbe.probe(location, followsRedirects: entry.webPlaylist == nil)
                 // A page's title is the page's; a playlist's or an app's names what has no tag.
                 if !entry.formats.isEmpty || info.title == nil { info.title = entry.title ?? info.title }
                 if info.artist == nil { info.artist = entry.artist }

@@ -101,8 +101,8 @@ public final class ResumePositions: Sendable {
 public final class ResumeRecorder: Sendable {
     private let store: ResumePositions
     private let keys: [String?]
-    /// The last position seen playing, by queue index.
-    private let playing = Mutex<[Int: (position: Double, duration: Double?)]>([:])
+    /// The last status seen playing or paused, by queue index.
+    private let playing = Mutex<[Int: PlaybackStatus]>([:])
 
     /// A recorder for a queue whose items are `keys` (paths and URLs; nil for one with no place to come back to, a
     /// live stream), in order.
@@ -117,7 +117,7 @@ public final class ResumeRecorder: Sendable {
         let playback = status.playback
         switch playback.state {
         case .playing, .paused:
-            playing.withLock { $0[status.index] = (playback.position, playback.duration) }
+            playing.withLock { $0[status.index] = playback }
             store.note(key, position: playback.position, duration: playback.duration)
         default:
             guard playback.isFinal else { return }
@@ -125,8 +125,9 @@ public final class ResumeRecorder: Sendable {
             if playback.state == .ended && playback.endReason == .finished {
                 store.forget(key)
             } else if let last {
-                // The stopped device's own position is often 0: the last one seen playing is where it stopped.
-                store.note(key, position: last.position, duration: last.duration, now: true)
+                // The stopped device's own position is often 0: where it stopped is the last status seen playing, carried
+                // on to now (a Cast receiver says nothing while it plays on).
+                store.note(key, position: last.position(at: Date()), duration: last.duration, now: true)
             }
         }
     }

@@ -130,6 +130,11 @@ public actor QueueSession {
     private var progressed = false
     /// Whether the current item still has to be moved to where it starts (`Options.startPosition`).
     private var startPending = false
+    /// Where the current item was moved to start, and the position its progress counts from.
+    private var startedAt: Double?
+    private var progressFrom = 0.0
+    /// Where the current item starts when it is loaded again (its fallback): where it was moved to start before.
+    private var startAgain: Double?
     private var finished = false
     /// When `stop()` was first called: the device has `stopDeadline` from then to confirm.
     private var stopAsked: ContinuousClock.Instant?
@@ -310,13 +315,17 @@ public actor QueueSession {
         if status.state == .playing, isImage, shownSince == nil { shownSince = .now }
         if status.state == .playing {
             if playingSince == nil { playingSince = .now } else { reportsWhilePlaying += 1 }
-            if reported.position >= 1 { progressed = true }
+            if reported.position >= progressFrom + 1 { progressed = true }
         }
         if startPending, status.state == .playing || status.state == .paused {
             startPending = false
-            if let position = options.startPosition(index), position > 0, !(current?.isLive ?? false) {
+            if let position = startAgain ?? options.startPosition(index), position > 0, !(current?.isLive ?? false) {
+                // Moving there is not playing on: progress counts from there.
+                progressFrom = position
+                startedAt = position
                 try? await seek(.absolute(position))
             }
+            startAgain = nil
         }
         guard let controller else { return }
         let published = QueueStatus(device: device, route: controller.route, index: index, count: titles.count, title: title, playback: status)
@@ -335,7 +344,8 @@ public actor QueueSession {
             // is kept for the move there.
             triedQueueing = true
             if let next = try? await prepare(following) {
-                if next.route.id != controller.route.id {
+                // The same URL again (a one-item loop, an item twice): the device could not tell it from this one.
+                if next.route.id != controller.route.id || next.item.url == loadedURL || next.item.url == current?.url {
                     ahead = next
                 } else if (try? await controller.setNext(next.item)) == true {
                     queued = next.item
@@ -460,6 +470,8 @@ public actor QueueSession {
         reportsWhilePlaying = 0
         progressed = false
         startPending = true
+        progressFrom = 0
+        startedAt = nil
     }
 
     /// Loads the current item's transcoded stream, once, after the device refused it as it was.
@@ -475,7 +487,9 @@ public actor QueueSession {
             loadedURL = fallback.url
             try? await controller?.stop()
         }
-        try await start(fallback)
+        let start = startedAt
+        try await self.start(fallback)
+        startAgain = start
     }
 
     /// A device's status as the session reports it: after a seek reload of a converted stream, the

@@ -7,11 +7,15 @@ import Foundation
 /// Checks the host of an http(s) URL against this machine.
 public enum WebAddress {
     /// Why `url` points at this machine, in words ("127.0.0.1 is this machine's loopback"); nil when its host is
-    /// elsewhere, or is a name that does not resolve (then nothing here could fetch it either).
-    public static func thisMachine(_ url: String) -> String? {
-        guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty else { return nil }
+    /// elsewhere, or is a name that does not resolve (then nothing here could fetch it either). A URL whose host
+    /// cannot be read is refused: another parser might read it as this machine. Without `resolving`, only numeric
+    /// hosts and localhost are judged (no DNS: for code that must not block); otherwise it may block on the resolver,
+    /// so async code calls `thisMachine(resolving:)`.
+    public static func thisMachine(_ url: String, resolving: Bool = true) -> String? {
+        guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty else { return "its host cannot be read" }
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         if bare == "localhost" || bare.hasSuffix(".localhost") { return "\(host) is this machine" }
+        if !resolving, AnnouncedAddress.bytes(of: bare) == nil { return nil }
         for address in addresses(of: bare) {
             if let bytes = AnnouncedAddress.bytes(of: address) {
                 if let special = AnnouncedAddress.special(bytes) { return "\(host) is \(special)" }
@@ -20,6 +24,12 @@ public enum WebAddress {
         }
         return nil
     }
+
+    /// `thisMachine(url)` on a thread of its own: the resolver blocks, and the cooperative pool must not.
+    public static func thisMachine(resolving url: String) async -> String? {
+        (try? await threads.run(timeout: .seconds(10), timedOut: { CancellationError() }) { thisMachine(url) }) ?? nil
+    }
+    private static let threads = BlockingThreads(name: "route-resolve", count: 2)
 
     /// The numeric addresses `host` stands for: itself when numeric, else what the resolver says (none when it fails).
     private static func addresses(of host: String) -> [String] {

@@ -59,7 +59,8 @@ public final class MediaPreparer: Sendable {
         item.isLive = info.isLive
         if info.isLive { item.duration = nil }
         // A URL on this machine's loopback (or any address of its own) is no use to a device: route fetches it.
-        let deviceFetches = info.isRemote && WebAddress.thisMachine(info.path) == nil
+        // (No DNS here: a name for this machine goes to the device, which cannot fetch it and gets route's stream then.)
+        let deviceFetches = info.isRemote && WebAddress.thisMachine(info.path, resolving: false) == nil
         let (route, plan) = self.plan(info, asIs: !info.isRemote || deviceFetches)
         if info.isRemote { item.url = info.path }
         guard route.provider != MediaRoute.localProvider else { return (route, item) }
@@ -125,7 +126,7 @@ public final class MediaPreparer: Sendable {
     /// file served from here.
     private func artwork(of info: MediaInfo, on server: MediaServer) -> String? {
         guard let art = info.artworkURL else { return nil }
-        if MediaInfo.isRemote(art) { return WebAddress.thisMachine(art) == nil ? art : nil }
+        if MediaInfo.isRemote(art) { return WebAddress.thisMachine(art, resolving: false) == nil ? art : nil }
         guard let data = FileManager.default.contents(atPath: art) else { return nil }
         return remember(server.offer(data: data, mimeType: art.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"), on: server)
     }

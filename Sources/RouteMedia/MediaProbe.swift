@@ -92,11 +92,11 @@ public enum MediaProbe {
 
     /// Inspects a file on one of route's probe threads; a cancelled caller stops waiting at once.
     /// - Throws: `MediaError`, as the blocking `probe`; `CancellationError` when the task is cancelled.
-    public static func probe(_ path: String, timeout: Double = 10) async throws -> MediaInfo {
+    public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true) async throws -> MediaInfo {
         // The discoverer gives up after `timeout`; the wait allows for its start-up on a loaded machine.
         try await threads.run(timeout: .milliseconds(Int(timeout * 1000) + 5000),
                               timedOut: { MediaError.notMedia(path, reason: "GStreamer gave up after \(Int(timeout)) s") }) {
-            try probe(path, timeout: timeout) as MediaInfo
+            try probe(path, timeout: timeout, followsRedirects: followsRedirects) as MediaInfo
         }
     }
 
@@ -104,7 +104,9 @@ public enum MediaProbe {
     /// async code, use the async `probe`.
     /// - Throws: `MediaError` naming the file and the problem (missing, directory, unreadable,
     ///   empty, not media).
-    public static func probe(_ path: String, timeout: Double = 10) throws(MediaError) -> MediaInfo {
+    /// A URL is probed where it is; without `followsRedirects`, a redirect is a failure (a URL route already followed
+    /// hop by hop must not be sent elsewhere now).
+    public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true) throws(MediaError) -> MediaInfo {
         // Links are followed first: the file itself is probed, served and sized, not the link. A URL is what it is.
         let remote = MediaInfo.isRemote(path)
         let (absolute, size) = remote ? (path, UInt64(0)) : try MediaError.checkReadableFile(path)
@@ -114,6 +116,16 @@ public enum MediaProbe {
             throw .pipeline(GLibError("GStreamer's discoverer could not start", error).description)
         }
         defer { g_object_unref(discoverer) }
+        if remote, !followsRedirects {
+            let noRedirects: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = { _, source, _ in
+                guard let source, let factory = gst_element_get_factory(source),
+                      let name = gst_object_get_name(UnsafeMutableRawPointer(factory).assumingMemoryBound(to: GstObject.self)) else { return }
+                defer { g_free(name) }
+                guard String(cString: name) == "souphttpsrc" else { return }
+                route_object_set_bool(source, "automatic-redirect", 0)
+            }
+            route_signal_connect(discoverer, "source-setup", unsafeBitCast(noRedirects, to: UnsafeRawPointer.self), nil)
+        }
         let info = gst_discoverer_discover_uri(discoverer, remote ? absolute : GStreamer.uri(forPath: absolute), &error)
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR

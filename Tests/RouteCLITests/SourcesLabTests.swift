@@ -44,7 +44,7 @@ extension LabTests {
                 let vod = try String(contentsOfFile: root + "/hls/playlist.m3u8", encoding: .utf8)
                 _ = try sandbox.file("web/hls/live.m3u8", vod.replacingOccurrences(of: "#EXT-X-ENDLIST", with: ""))
                 try FileManager.default.copyItem(atPath: root + "/tone.mp3", toPath: root + "/stall.mp3")
-                _ = try sandbox.file("web/sneaky.m3u", "#EXTM3U\nhttp://127.0.0.1:8088/tone.mp3\ntone.mp3\n")
+                _ = try sandbox.file("web/sneaky.m3u", "#EXTM3U\nhttp://127.0.0.1:8088/tone.mp3\nfile:///etc/hostname\ntone.mp3\n")
                 try Lab.control("start-web", root)
                 defer { try? Lab.control("stop-web") }
                 try await body(sandbox, root)
@@ -228,12 +228,13 @@ extension LabTests {
                 let empty = sandbox.root + "/empty"
                 try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
                 let nothing = try await sandbox.run(["cast", empty, "--to", Lab.rendererName], environment: upnp)
-                #expect(nothing.status == 3 && nothing.stderr.contains("\(empty): nothing to play (no media files in it"), "\(nothing)")
+                #expect(nothing.status == 3 && nothing.stderr.contains("\(empty): nothing to play (no media files in it)"), "\(nothing)")
 
                 // A playlist from the web naming this machine: that entry is refused with a line, the next one plays.
                 let sneaky = try await sandbox.run(["cast", Self.web + "/sneaky.m3u", "--to", Lab.rendererName], environment: upnp, timeout: 30)
                 #expect(sneaky.status == 0 && sneaky.stderr.contains("skipping http://127.0.0.1:8088/tone.mp3")
                         && sneaky.stderr.contains("a playlist or page from the web may not make route fetch from this machine")
+                        && sneaky.stderr.contains("skipping \"file:///etc/hostname\"") && sneaky.stderr.contains("may name http(s) URLs only")
                         && playedTitles(sneaky) == ["tone"], "\(sneaky)")
                 #expect(!served().contains { $0.hasPrefix("127.") }, "\(served())")
 
