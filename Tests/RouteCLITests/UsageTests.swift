@@ -122,7 +122,8 @@ import Testing
         try await inSandbox { sandbox in
             let result = try await sandbox.run(["cast", "--help"])
             #expect(result.status == 0, "\(result)")
-            #expect(result.stdout.contains("Usage: route cast FILE..."))
+            #expect(result.stdout.contains("Usage: route cast FILE|FOLDER|PLAYLIST|URL..."))
+            #expect(result.stdout.contains("--resume") && result.stdout.contains("--shuffle") && result.stdout.contains("yt-dlp"))
             #expect(result.stdout.contains("--to DEVICE"))
             #expect(result.stdout.contains("Examples:"))
             #expect(result.stdout.contains("route cast song.flac"))
