@@ -327,6 +327,15 @@ extension LabTests {
                     _ = try await sandbox.wav("album/10 ten.wav", seconds: 1)
                     let folder = try await sandbox.run(["cast", album, "--to", Lab.rendererName], environment: client, timeout: 30)
                     #expect(folder.status == 0 && playedTitles(folder) == ["2 two", "10 ten"], "\(folder)")
+
+                    // A bad source says the same, with the same exit code, through the service and in-process.
+                    for bad in [Self.web + "/nothere.mp3", Self.web + "/loop-a", sandbox.root + "/empty"] {
+                        try? FileManager.default.createDirectory(atPath: sandbox.root + "/empty", withIntermediateDirectories: true)
+                        let through = try await sandbox.run(["cast", bad, "--to", Lab.rendererName], environment: client)
+                        let inProcess = try await sandbox.run(["cast", bad, "--to", Lab.rendererName], environment: upnp)
+                        #expect(through.status == 3 && through.status == inProcess.status && through.stderr == inProcess.stderr,
+                                "\(bad): through the service \(through)\nin-process \(inProcess)")
+                    }
                     kill(service.pid, SIGTERM)
                     _ = await service.finish(within: 10)
                 }
