@@ -120,6 +120,8 @@ final class Sandbox: Sendable {
         environment["DBUS_SESSION_BUS_ADDRESS"] = ""
         environment["XDG_RUNTIME_DIR"] = runtimeDir
         environment["XDG_CACHE_HOME"] = root + "/cache"
+        // Where casts remember positions: the sandbox's, not the user's.
+        environment["XDG_STATE_HOME"] = root + "/state"
         environment.merge(extra) { $1 }
         return environment
     }
