@@ -2,14 +2,12 @@
 // knows whether the service can take a cast as it is, and route-full which sources are files to check first.
 
 import Foundation
+import RouteCore
 
 /// Kinds of cast sources, from their names and the file system only.
 package enum CastSourceKinds {
     /// An http(s) URL.
-    package static func isURL(_ source: String) -> Bool {
-        let lower = source.prefix(8).lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
+    package static func isURL(_ source: String) -> Bool { WebAddress.isWebURL(source) }
 
     /// A folder, or a file named as a playlist (.m3u, .m3u8, .pls, .xspf).
     package static func isFolderOrPlaylist(_ path: String) -> Bool {

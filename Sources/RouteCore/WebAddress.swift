@@ -6,6 +6,12 @@ import Foundation
 
 /// Checks the host of an http(s) URL against this machine.
 public enum WebAddress {
+    /// Whether `text` is an http(s) URL (anything else a cast is given is a path).
+    public static func isWebURL(_ text: String) -> Bool {
+        let lower = text.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
     /// Why `url` points at this machine, in words ("127.0.0.1 is this machine's loopback"); nil when its host is
     /// elsewhere, or is a name that does not resolve (then nothing here could fetch it either). A URL whose host
     /// cannot be read is refused: another parser might read it as this machine. Without `resolving`, only numeric

@@ -51,10 +51,7 @@ public struct MediaInfo: Sendable, Hashable, Codable {
     public var isRemote: Bool { Self.isRemote(path) }
 
     /// Whether `path` is an http(s) URL.
-    public static func isRemote(_ path: String) -> Bool {
-        let lower = path.prefix(8).lowercased()
-        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
-    }
+    public static func isRemote(_ path: String) -> Bool { WebAddress.isWebURL(path) }
 
     /// Which of audio, video, image the file is (video wins over audio; a lone picture is an image).
     public var kind: MediaDevice.Capabilities {
