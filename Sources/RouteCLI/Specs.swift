@@ -85,6 +85,28 @@ package enum Specs {
         """,
         examples: ["route watch", "route watch --providers upnp --json"])
 
+    package static let sink = CommandSpec(
+        name: "sink", summary: "play this computer's sound on a device: a sink for it in the sound settings", positionals: "",
+        minPositionals: 0, maxPositionals: 0,
+        options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers, CommonOptions.json,
+                  OptionSpec(name: "via", value: "PROTOCOL", help: "reach the device over this protocol (upnp, cast, a plugin's)"),
+                  OptionSpec(name: "idle", value: "SECONDS", help: "stop the device after this long without sound (default 30)"),
+                  OptionSpec(name: "format", value: "l16|wav", help: "send the sound as raw L16 or as WAV (default: L16 where the device takes it)"),
+                  OptionSpec(name: "sound-server", value: "pipewire|pulseaudio", help: "make the sink there (default: the one this session runs)")],
+        details: """
+        Runs until interrupted. Makes a sink named after the device on the desktop's sound server — PipeWire's own node, or
+        on PulseAudio a null sink route records — so it shows in the sound settings and any app can play into it. When
+        sound plays into it, the device starts playing it as an endless uncompressed stream (L16, else WAV: no encoder
+        delay) from route's media server; after --idle seconds without sound the device is stopped, and it starts again
+        when sound comes back. The sink's volume and mute are the device's, both ways (the sound is not scaled twice).
+        PipeWire is told the device's delay, so players can keep a picture in step. While it plays, a "Desktop audio"
+        session shows on the desktop's media controls. The sound server restarting makes the sink again; a device that
+        goes away is tried again when sound plays. "This computer" is refused: its sound would play into the sink again.
+        Prints a line as the device starts and stops (--json: JSON lines).
+        """,
+        examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120",
+                   "paplay --device=route.<id> song.wav   # what `route sink` prints as the sink's name"])
+
     package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,
         options: [CommonOptions.json],

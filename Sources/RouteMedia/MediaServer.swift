@@ -79,6 +79,12 @@ public final class MediaServer: Sendable {
         return add(Offer(path: path, mimeType: "text/vtt", source: .pipeline(Conversion(description: description, duration: nil, exactSeek: false))))
     }
 
+    /// Offers desktop audio as an endless stream in `format`; returns its URL. Each GET hears the sound from when it
+    /// connects.
+    public func offer(live audio: LiveAudio, as format: LiveAudio.Format) -> String {
+        add(Offer(path: "", mimeType: audio.mimeType(format), source: .live(audio, format), isLive: true))
+    }
+
     /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
     public func offer(_ info: MediaInfo, as plan: Delivery, maxChannels: Int? = nil) -> (url: String, mimeType: String)? {
         switch plan {
@@ -96,6 +102,7 @@ public final class MediaServer: Sendable {
         switch offer.source {
         case .file: name = ext.isEmpty ? "media" : "media." + ext
         case .pipeline, .memory: name = "media." + (offer.mimeType.split(separator: "/").last.map(String.init) ?? "bin")
+        case .live(_, let format): name = format == .wav ? "desktop-audio.wav" : "desktop-audio.pcm"
         }
         offers.items.withLock { $0[token] = offer }
         return "\(baseURL)/m/\(token)/\(name)"
@@ -149,6 +156,8 @@ struct Offer: Sendable {
         case pipeline(Conversion)
         /// Bytes in memory (cover art), served whole.
         case memory(Data)
+        /// Sound as it plays on this machine, endless.
+        case live(LiveAudio, LiveAudio.Format)
     }
     let path: String
     let mimeType: String
@@ -321,6 +330,14 @@ struct OfferResponder: Sendable {
             message.setStatus(200)
             guard method == "GET" else { return }
             PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start, log: log).attach(to: message)
+        case .live(let audio, let format):
+            offers.record(token)
+            let profile = format == .l16 ? "DLNA.ORG_PN=LPCM;" : ""
+            message.setHeader("contentFeatures.dlna.org", profile + MediaItem.dlnaFeatures(converted: true, live: true))
+            message.setChunked()
+            message.setStatus(200)
+            guard method == "GET" else { return }
+            audio.attach(message, loop: loop, format: format)
         }
     }
 

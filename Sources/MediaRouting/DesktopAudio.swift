@@ -1,0 +1,324 @@
+// DesktopAudio: what this machine plays, on a device — a sink named for the device on the sound server, its sound
+// streamed live (L16 or WAV) through route's media server, the device started when sound plays and stopped after a
+// quiet spell, the volume the same on both sides, and a "Desktop audio" session on the desktop's media controls.
+
+import Foundation
+import NowPlaying
+import RouteCore
+import RouteMedia
+import RouteSound
+import Synchronization
+
+/// How desktop audio goes to a device.
+public struct DesktopAudioSettings: Sendable {
+    /// The sound server to make the sink on; nil: the one this session runs.
+    public var server: SoundServer?
+    /// How long without sound before the device is stopped.
+    public var quietSpell: Duration = .seconds(30)
+    /// The stream's format; nil: L16 when the device takes it, else WAV.
+    public var format: LiveAudio.Format?
+    /// Only routes of this protocol or provider.
+    public var via: String?
+    /// How long the device takes to start playing before route gives up on it.
+    public var startTimeout: Duration = .seconds(20)
+
+    /// Settings; the defaults suit a desktop.
+    public init(server: SoundServer? = nil, quietSpell: Duration = .seconds(30), format: LiveAudio.Format? = nil, via: String? = nil) {
+        self.server = server
+        self.quietSpell = quietSpell
+        self.format = format
+        self.via = via
+    }
+}
+
+/// What happens to desktop audio on a device, in order.
+public enum DesktopAudioEvent: Sendable, Hashable {
+    /// The sink exists (`name` on the sound server, shown as the device's name).
+    case ready(sink: String, server: String, format: String, route: String)
+    /// Sound plays into the sink: the device is started.
+    case starting
+    /// The device plays the sound.
+    case playing
+    /// No sound for the quiet spell: the device was stopped.
+    case stopped(quietSeconds: Double)
+    /// The device failed or went away; it is tried again when sound plays.
+    case deviceFailed(String)
+    /// The sound server dropped the sink; it is being made again.
+    case sinkLost(String)
+    /// Something else the session said.
+    case notice(String)
+
+    /// The event in words, for a person.
+    public func words(device: String) -> String {
+        switch self {
+        case .ready(let sink, let server, let format, let route):
+            return "\(device) is a sink on \(server) (\(sink)): what plays into it plays on \(device) over \(route) as \(format)"
+        case .starting: return "sound plays: starting \(device)"
+        case .playing: return "\(device) plays the desktop's sound"
+        case .stopped(let seconds):
+            return "no sound for \(seconds == seconds.rounded() ? "\(Int(seconds))" : String(format: "%.1f", seconds)) s: stopped \(device); "
+                + "it starts again when sound plays"
+        case .deviceFailed(let reason): return "\(device) stopped playing: \(reason); trying again when sound plays"
+        case .sinkLost(let reason): return "\(reason); making the sink again"
+        case .notice(let words): return words
+        }
+    }
+
+    /// A short name for JSON: ready, starting, playing, stopped, device-failed, sink-lost, notice.
+    public var name: String {
+        switch self {
+        case .ready: return "ready"
+        case .starting: return "starting"
+        case .playing: return "playing"
+        case .stopped: return "stopped"
+        case .deviceFailed: return "device-failed"
+        case .sinkLost: return "sink-lost"
+        case .notice: return "notice"
+        }
+    }
+}
+
+/// Desktop audio on one device, for as long as `run()` runs.
+public final class DesktopAudio: Sendable {
+    /// The device that plays.
+    public let device: MediaDevice
+    /// Its route the sound goes over, and the stream's format.
+    public let route: MediaRoute
+    public let format: LiveAudio.Format
+    /// The sound server the sink is on.
+    public let server: SoundServer
+    /// The sink, named `route.<device id>` and shown with the device's name.
+    public let sink: SoundSink
+    private let router: MediaRouter
+    private let servers: MediaServers
+    private let settings: DesktopAudioSettings
+    private let audio = LiveAudio()
+    /// The session playing now (the sink's volume goes to it), and a volume a person chose while none played.
+    private let playing = Mutex<(session: QueueSession?, pending: (level: Double, muted: Bool)?)>((nil, nil))
+
+    /// Desktop audio for `device` through `router`'s controllers, served by `servers`.
+    /// - Throws: `RouteError.unsupported` for This computer (its sound would come back into the sink), for a device
+    ///   whose routes take neither L16 nor WAV, or when `settings.via` names none of its routes;
+    ///   `SoundSinkError` when no sound server runs.
+    public init(device: MediaDevice, router: MediaRouter, servers: MediaServers, settings: DesktopAudioSettings = DesktopAudioSettings()) throws {
+        let routes = device.routes.filter { settings.via == nil || $0.protocolName == settings.via || $0.provider == settings.via }
+        if let via = settings.via, routes.isEmpty {
+            throw RouteError.unsupported(device: device.name, what: "be reached over \(via) (it has \(device.protocols.joined(separator: ", ")))")
+        }
+        let remote = routes.filter { $0.provider != MediaRoute.localProvider }
+        if remote.isEmpty {
+            throw RouteError.unsupported(device: device.name, what: "take desktop audio: this computer's sound would play into the sink again, "
+                                         + "round and round; choose a device on the network")
+        }
+        let formats = settings.format.map { [$0] } ?? [.l16, .wav]
+        let mimeTypes: [LiveAudio.Format: String] = [.l16: "audio/L16", .wav: "audio/wav"]
+        guard let (route, format) = formats.lazy.compactMap({ format in
+            remote.first { $0.accepts.accepts(mimeType: mimeTypes[format]!) }.map { ($0, format) }
+        }).first else {
+            let wanted = settings.format.map { $0 == .l16 ? "L16" : "WAV" } ?? "uncompressed sound (L16 or WAV)"
+            throw RouteError.unsupported(device: device.name, what: "play \(wanted), which desktop audio is sent as")
+        }
+        guard let server = settings.server ?? SoundServer.running() else {
+            throw SoundSinkError("no sound server runs for this user (neither PipeWire's nor PulseAudio's socket is in "
+                                 + "XDG_RUNTIME_DIR): desktop audio comes from one")
+        }
+        self.device = device
+        self.route = route
+        self.format = format
+        self.server = server
+        self.router = router
+        self.servers = servers
+        self.settings = settings
+        sink = SoundSink(server: server, name: "route." + device.id, description: device.name, rate: audio.rate, channels: audio.channels)
+    }
+
+    /// Keeps the sink and plays what sounds in it on the device until cancelled; says what happens to `say`, and the
+    /// session's statuses to `status`. The sink is made again when the sound server restarts; a device that fails or
+    /// vanishes is tried again when sound plays.
+    /// - Throws: `SoundSinkError` when the sink cannot be made at the start; `MediaError.server` when no local address
+    ///   reaches the device.
+    public func run(say: @escaping @Sendable (DesktopAudioEvent) -> Void, status: @escaping @Sendable (QueueStatus) -> Void = { _ in }) async throws {
+        let local = try LocalAddress.toward(route.address ?? device.address ?? "")
+        let server = try servers.server(on: local)
+        let url = server.offer(live: audio, as: format)
+        defer { server.withdraw(url) }
+        let item = {
+            var item = MediaItem(url: url, mimeType: audio.mimeType(format), title: "Desktop audio", artist: Self.hostName, kind: .audio)
+            item.isLive = true
+            item.isConverted = true
+            return item
+        }()
+        let (ready, madeIt) = AsyncStream<Void>.makeStream()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.audio.run() }
+            group.addTask { try await self.keepSink(say: say, ready: { madeIt.yield() }) }
+            // Nothing plays before the sink exists: a failure to make it ends the group first.
+            for await _ in ready { break }
+            say(.ready(sink: sink.name, server: self.server.displayName, format: format == .l16 ? "L16" : "WAV", route: route.protocolName))
+            group.addTask { try await self.playWhileSounding(item, say: say, status: status) }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// The sink, made again (with a growing pause) whenever the sound server drops it; the first failure to make it
+    /// is thrown.
+    private func keepSink(say: @escaping @Sendable (DesktopAudioEvent) -> Void, ready: @escaping @Sendable () -> Void) async throws {
+        var pause: Duration = .milliseconds(500)
+        while !Task.isCancelled {
+            do {
+                try await sink.run(audio: { [audio] in audio.push($0) }, volume: { [weak self] in self?.personChanged(level: $0, muted: $1) },
+                                   ready: ready)
+                return
+            } catch let error as SoundSinkError {
+                guard error.sinkExisted else { throw error }
+                say(.sinkLost(error.description))
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Starts the device when sound plays, stops it after the quiet spell; again and again.
+    private func playWhileSounding(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
+                                   status: @escaping @Sendable (QueueStatus) -> Void) async throws {
+        while !Task.isCancelled {
+            await audio.waitForSound()
+            if Task.isCancelled { return }
+            say(.starting)
+            let outcome = await playOnce(item, say: say, status: status)
+            switch outcome {
+            case .quiet:
+                say(.stopped(quietSeconds: Double(settings.quietSpell.components.seconds) + Double(settings.quietSpell.components.attoseconds) / 1e18))
+            case .failed(let error):
+                say(.deviceFailed("\(error)"))
+                // A device that is gone is not asked again at once: a few seconds, unless sound keeps playing anyway.
+                try await Task.sleep(for: .seconds(3))
+            case .cancelled:
+                return
+            }
+        }
+    }
+
+    private enum Outcome { case quiet, failed(any Error), cancelled }
+
+    /// One session on the device, until the quiet spell (stopped), a failure, or cancellation.
+    private func playOnce(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
+                          status: @escaping @Sendable (QueueStatus) -> Void) async -> Outcome {
+        var options = QueueSession.Options(startTimeout: settings.startTimeout)
+        options.onNotice = { say(.notice($0)) }
+        let route = self.route
+        let session = QueueSession(device: device.preferring(route), titles: ["Desktop audio"], options: options,
+                                   open: { [router] in try await router.controller(for: $0) }) { _ in
+            QueueSession.Prepared(route: route, item: item)
+        }
+        let pending = playing.withLock { state in
+            state.session = session
+            defer { state.pending = nil }
+            return state.pending
+        }
+        defer { playing.withLock { $0.session = nil } }
+        sink.report(delay: Self.delay(of: route))
+        let stoppedForQuiet = QuietStop()
+        let sink = self.sink, audio = self.audio, quietSpell = settings.quietSpell, device = self.device
+        var failure: (any Error)?
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await DesktopAudioPublication.run(session, device: device) }
+                group.addTask {
+                    var shown: (Double?, Bool?) = (nil, nil)
+                    var appliedPending = pending == nil
+                    var saidPlaying = false
+                    for await update in session.statusUpdates() {
+                        status(update)
+                        let playback = update.playback
+                        if !saidPlaying, playback.state == .playing {
+                            saidPlaying = true
+                            say(.playing)
+                        }
+                        if !appliedPending, playback.state == .playing, let level = pending?.level, let muted = pending?.muted {
+                            appliedPending = true
+                            try? await session.setVolume(level)
+                            try? await session.setMuted(muted)
+                        } else if let volume = playback.volume, shown.0 != volume || shown.1 != playback.muted {
+                            shown = (volume, playback.muted)
+                            sink.show(volume: volume, muted: playback.muted ?? false)
+                        }
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: .milliseconds(250))
+                        if let quiet = audio.quietFor, quiet >= quietSpell {
+                            stoppedForQuiet.happened.withLock { $0 = true }
+                            try? await session.stop()
+                            return
+                        }
+                    }
+                }
+                defer { group.cancelAll() }
+                try await session.run()
+            }
+        } catch {
+            failure = error
+        }
+        if Task.isCancelled {
+            try? await session.stop()
+            return .cancelled
+        }
+        if stoppedForQuiet.happened.withLock({ $0 }) { return .quiet }
+        return .failed(failure ?? RouteError.unsupported(device: device.name, what: "keep playing the stream: it ended it"))
+    }
+
+    /// A person (or an app) moved the sink's volume or mute: the device follows; with no session, the next one does.
+    private func personChanged(level: Double, muted: Bool) {
+        let session = playing.withLock { state -> QueueSession? in
+            if state.session == nil { state.pending = (level, muted) }
+            return state.session
+        }
+        guard let session else { return }
+        Task {
+            try? await session.setVolume(level)
+            try? await session.setMuted(muted)
+        }
+    }
+
+    /// What the device adds after route's stream (its buffer), as measured by bench/sink on the lab's devices:
+    /// told to the sound server so that players can keep a picture in step.
+    static func delay(of route: MediaRoute) -> Duration {
+        switch route.protocolName.lowercased() {
+        case "dlna", "upnp": return .milliseconds(300)
+        case "cast": return .milliseconds(800)
+        default: return .milliseconds(500)
+        }
+    }
+
+    private static let hostName = ProcessInfo.processInfo.hostName
+}
+
+/// Whether a session was stopped for the quiet spell (rather than ended by the device).
+private final class QuietStop: Sendable {
+    let happened = Mutex(false)
+}
+
+/// The "Desktop audio" session on the desktop's media controls (MPRIS) while a device plays it.
+enum DesktopAudioPublication {
+    /// Publishes `session` until cancelled or its statuses end; without a session bus, nothing.
+    @MainActor
+    static func run(_ session: QueueSession, device: MediaDevice) async {
+        let model = RemotePlayback(id: "desktop_audio_\(getpid())", devices: [device], controls: MediaCommands(
+            play: MediaCommand { try await session.play() },
+            pause: MediaCommand { try await session.pause() },
+            togglePlayPause: MediaCommand { try await session.togglePause() },
+            stop: MediaCommand { try await session.stop() },
+            changeVolume: MediaCommand { try await session.setVolume($0) }), adoptsDeviceMetadata: false)
+        model.content = MusicContent(title: "Desktop audio", artist: "This computer's sound on \(device.name)", duration: .live,
+                                     identifier: "desktop-audio")
+        let publication = MediaSession(model)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await publication.run() }
+            for await status in session.statusUpdates() { model.update(status.playback) }
+            group.cancelAll()
+        }
+    }
+}

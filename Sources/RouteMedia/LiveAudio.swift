@@ -1,0 +1,202 @@
+// LiveAudio: sound as it is played on this machine (a sound-server sink's samples), served by the media server as an
+// endless uncompressed stream — L16 or WAV — to every device that fetches it, from the moment it connects.
+
+import CGIO
+import Foundation
+import RouteCore
+import RouteGIO
+import RouteGLib
+import Synchronization
+
+/// Samples pushed from a sound server, handed on to every listener (a device's GET) as they come, silence filling
+/// the gaps when nothing plays so that devices keep their stream.
+///
+/// Threads: `push` runs on the sound server's thread; listeners append on their server loop's thread.
+public final class LiveAudio: Sendable {
+    /// How the stream is sent.
+    public enum Format: String, Sendable, CaseIterable {
+        /// Raw big-endian PCM (DLNA's LPCM), no header.
+        case l16
+        /// A WAV header of endless length, then little-endian PCM.
+        case wav
+    }
+
+    public let rate: Int
+    public let channels: Int
+    private let listeners = Mutex<[Int: Listener]>([:])
+    private let nextListener = Atomic<Int>(0)
+    /// When anything was last pushed, and when something louder than silence was (monotonic nanoseconds; 0: never).
+    private let lastPush = Atomic<UInt64>(0)
+    private let lastSound = Atomic<UInt64>(0)
+    /// Bytes handed to a listener and not yet written to its connection, at most: about 1 s of sound. Beyond it
+    /// (a device reading slower than real time) new sound is dropped for that device rather than queued.
+    static let maxInFlightBytes = 200_000
+    /// A sample louder than this (of 32767) is sound, quieter is silence.
+    static let soundThreshold: Int16 = 16
+
+    /// A stream of `rate` Hz, `channels` channels.
+    public init(rate: Int = 44_100, channels: Int = 2) {
+        self.rate = rate
+        self.channels = channels
+    }
+
+    /// The MIME type of the stream in `format` (what the device is told, and the Content-Type).
+    public func mimeType(_ format: Format) -> String {
+        switch format {
+        case .l16: return "audio/L16;rate=\(rate);channels=\(channels)"
+        case .wav: return "audio/wav"
+        }
+    }
+
+    /// Bytes of sound per second.
+    public var bytesPerSecond: Int { rate * channels * 2 }
+
+    /// Hands `samples` (interleaved signed 16-bit little-endian) to every listener. Any thread.
+    public func push(_ samples: UnsafeRawBufferPointer) {
+        let now = Self.now()
+        lastPush.store(now, ordering: .relaxed)
+        if samples.assumingMemoryBound(to: Int16.self).contains(where: { $0 > Self.soundThreshold || $0 < -Self.soundThreshold }) {
+            lastSound.store(now, ordering: .relaxed)
+        }
+        let current = listeners.withLock { Array($0.values) }
+        for listener in current { listener.send(samples) }
+    }
+
+    /// How long since sound (not silence) was last pushed; nil when there has been none.
+    public var quietFor: Duration? {
+        let last = lastSound.load(ordering: .relaxed)
+        guard last > 0 else { return nil }
+        return .nanoseconds(Int64(Self.now() - last))
+    }
+
+    /// Waits until sound is pushed after `since` (a `quietFor` reading), or cancellation.
+    public func waitForSound(checkingEvery interval: Duration = .milliseconds(50)) async {
+        let start = Self.now()
+        while !Task.isCancelled, lastSound.load(ordering: .relaxed) <= start {
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Fills silence into the stream whenever nothing has been pushed for 40 ms (a sound server that stops calling
+    /// when nothing plays), at the real-time rate, until cancelled.
+    public func run() async {
+        let tick: Duration = .milliseconds(10)
+        var filledSince: UInt64?
+        var filledFrames = 0
+        let silence = [UInt8](repeating: 0, count: bytesPerSecond / 10)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            let now = Self.now()
+            let last = lastPush.load(ordering: .relaxed)
+            let quiet = now - min(now, last) > 40_000_000
+            if !quiet {
+                filledSince = nil
+                continue
+            }
+            let since = filledSince ?? max(last, now - 40_000_000)
+            if filledSince == nil {
+                filledSince = since
+                filledFrames = 0
+            }
+            let due = Int(Double(now - since) / 1e9 * Double(rate)) - filledFrames
+            guard due > 0 else { continue }
+            let frames = min(due, rate / 10)
+            filledFrames += frames
+            silence.withUnsafeBytes { bytes in
+                let part = UnsafeRawBufferPointer(rebasing: bytes[0..<(frames * channels * 2)])
+                let current = listeners.withLock { Array($0.values) }
+                for listener in current { listener.send(part) }
+            }
+        }
+    }
+
+    /// Starts sending to `message` (its loop thread): a header first for WAV; ends when the client leaves.
+    func attach(_ message: HTTPServerMessage, loop: GLibLoop, format: Format) {
+        let id = nextListener.add(1, ordering: .relaxed).newValue
+        let listener = Listener(loop: loop, message: message, bigEndian: format == .l16)
+        message.stream(wroteChunk: { listener.wrote() }, finished: { [weak self] in
+            listener.finish()
+            _ = self?.listeners.withLock { $0.removeValue(forKey: id) }
+        })
+        if format == .wav {
+            let header = Self.wavHeader(rate: rate, channels: channels)
+            header.withUnsafeBytes { message.append(copying: $0) }
+        }
+        listeners.withLock { $0[id] = listener }
+    }
+
+    /// A WAV header for 16-bit PCM whose length is unknown: the largest sizes the fields hold.
+    static func wavHeader(rate: Int, channels: Int) -> Data {
+        var data = Data()
+        func put(_ text: String) { data.append(contentsOf: Array(text.utf8)) }
+        func put32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        func put16(_ value: UInt16) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+        put("RIFF"); put32(UInt32.max); put("WAVE")
+        put("fmt "); put32(16); put16(1); put16(UInt16(channels)); put32(UInt32(rate))
+        put32(UInt32(rate * channels * 2)); put16(UInt16(channels * 2)); put16(16)
+        put("data"); put32(UInt32.max - 36)
+        return data
+    }
+
+    private static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}
+
+/// One device's connection to the live stream.
+private final class Listener: @unchecked Sendable {
+    // Safety: `message` is only touched on `loop`'s thread; `inFlight` and `done` are atomics.
+    private let loop: GLibLoop
+    private nonisolated(unsafe) var message: HTTPServerMessage?
+    private let bigEndian: Bool
+    private let inFlight = Atomic<Int>(0)
+    private let done = Atomic<Bool>(false)
+    /// Sizes of the chunks handed to libsoup, oldest first (loop thread).
+    private nonisolated(unsafe) var sizes: [Int] = []
+
+    init(loop: GLibLoop, message: HTTPServerMessage, bigEndian: Bool) {
+        self.loop = loop
+        self.message = message
+        self.bigEndian = bigEndian
+    }
+
+    /// Copies `samples` (little-endian) and appends them on the loop thread; dropped when the device is a second
+    /// behind. Any thread.
+    func send(_ samples: UnsafeRawBufferPointer) {
+        guard !done.load(ordering: .relaxed), samples.count > 0,
+              inFlight.load(ordering: .relaxed) + samples.count <= LiveAudio.maxInFlightBytes,
+              let copy = g_malloc(gsize(samples.count)) else { return }
+        copy.copyMemory(from: samples.baseAddress!, byteCount: samples.count)
+        if bigEndian {
+            let words = copy.bindMemory(to: UInt16.self, capacity: samples.count / 2)
+            for index in 0..<(samples.count / 2) { words[index] = words[index].byteSwapped }
+        }
+        let count = samples.count
+        inFlight.add(count, ordering: .relaxed)
+        nonisolated(unsafe) let chunk = copy
+        loop.async { [self] in
+            guard let message, !done.load(ordering: .relaxed) else {
+                g_free(chunk)
+                inFlight.subtract(count, ordering: .relaxed)
+                return
+            }
+            sizes.append(count)
+            message.append(taking: chunk, count: count)
+            message.unpause()
+        }
+    }
+
+    /// libsoup wrote a chunk (loop thread).
+    func wrote() {
+        guard !sizes.isEmpty else { return }
+        inFlight.subtract(sizes.removeFirst(), ordering: .relaxed)
+    }
+
+    /// The client left (loop thread).
+    func finish() {
+        done.store(true, ordering: .relaxed)
+        message = nil
+    }
+}

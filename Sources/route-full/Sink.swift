@@ -1,0 +1,95 @@
+// `route sink --to DEVICE`: this computer's sound on a device, through a sink named for it on the sound server
+// (MediaRouting's DesktopAudio), until interrupted; a line (or a JSON line) as the device starts and stops.
+
+import Foundation
+import MediaRouting
+import RouteCLI
+import RouteCore
+import RouteMedia
+import RoutePluginHost
+import RouteSound
+
+enum Sink {
+    static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
+        var settings = DesktopAudioSettings(via: parsed["via"])
+        if let idle = parsed["idle"] {
+            guard let seconds = Double(idle), seconds > 0, seconds < 86_400 else {
+                throw UsageError(description: "--idle takes seconds, more than 0 (e.g. 30), not \"\(idle)\"")
+            }
+            settings.quietSpell = .milliseconds(Int(seconds * 1000))
+        }
+        if let format = parsed["format"] {
+            guard let chosen = LiveAudio.Format(rawValue: format.lowercased()) else {
+                throw UsageError(description: "--format is l16 or wav, not \"\(format)\"")
+            }
+            settings.format = chosen
+        }
+        if let server = parsed["sound-server"] {
+            guard let chosen = SoundServer(rawValue: server.lowercased()) else {
+                throw UsageError(description: "--sound-server is pipewire or pulseaudio, not \"\(server)\"")
+            }
+            settings.server = chosen
+        }
+        let (router, providers) = try Providers.router(parsed)
+        let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
+        let servers = MediaServers(log: CLILog.root)
+        defer { servers.close() }
+        let desktop = try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
+        let json = parsed.has("json")
+        let stopped = InterruptFlag()
+        let failure = FailureBox()
+        let running = Task<Void, Never> {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await router.run() }
+                group.addTask {
+                    do {
+                        try await desktop.run { event in say(event, device: device.name, json: json) }
+                    } catch {
+                        failure.set(error)
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        // The first signal removes the sink and stops the device; a second exits at once.
+        let signals = SignalHandlers {
+            if stopped.isSet {
+                PluginProvider.killAll()
+                exit(ExitCode.interrupted.rawValue)
+            }
+            stopped.set()
+            running.cancel()
+        }
+        defer { signals.cancel() }
+        await running.value
+        if let error = failure.error { throw error }
+        return stopped.isSet ? .interrupted : .failure
+    }
+
+    private static func say(_ event: DesktopAudioEvent, device: String, json: Bool) {
+        if json {
+            var fields: [String: String] = ["event": event.name, "device": device, "text": event.words(device: device)]
+            if case .ready(let sink, let server, let format, let route) = event {
+                fields["sink"] = sink
+                fields["server"] = server
+                fields["format"] = format
+                fields["route"] = route
+            }
+            guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+            _ = printOutput(String(decoding: data, as: UTF8.self))
+        } else {
+            _ = printOutput(event.words(device: DisplayText.clean(device)))
+        }
+    }
+}
+
+/// The error that ended the sink, if one did.
+private final class FailureBox: @unchecked Sendable {
+    // Safety: guarded by `lock`.
+    private let lock = NSLock()
+    private var stored: (any Error)?
+
+    func set(_ error: any Error) { lock.withLock { stored = error } }
+    var error: (any Error)? { lock.withLock { stored } }
+}
