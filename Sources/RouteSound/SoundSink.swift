@@ -22,7 +22,7 @@ public enum SoundServer: String, Sendable, CaseIterable {
         if let pipewireFolder, FileManager.default.fileExists(atPath: pipewireFolder + "/" + (environment["PIPEWIRE_REMOTE"] ?? "pipewire-0")) {
             return .pipewire
         }
-        if environment["PULSE_SERVER"] != nil { return .pulseaudio }
+        if let pulse = environment["PULSE_SERVER"], !pulse.isEmpty { return .pulseaudio }
         if let runtime, FileManager.default.fileExists(atPath: runtime + "/pulse/native") { return .pulseaudio }
         return nil
     }
