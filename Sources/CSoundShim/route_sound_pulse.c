@@ -1,6 +1,6 @@
 // route_sound_pulse.c: the sink on PulseAudio. A PulseAudio client cannot be a sink itself, so route loads a null sink
-// named for the device (float samples, so nothing is rounded before route reads it), records its monitor with a
-// 10 ms fragment, and undoes the sink's software volume on what it reads: the device applies the volume instead.
+// named for the device (float samples, so nothing is rounded before route reads it), records its monitor in
+// 20 ms fragments (as often as PipeWire hands route sound), and undoes the sink's software volume on what it reads: the device applies the volume instead.
 #include "route_sound_internal.h"
 
 #include <math.h>
@@ -133,7 +133,7 @@ static void start_recording(struct route_pa_sink *sink) {
     }
     pa_stream_set_state_callback(sink->record, on_record_state, sink);
     pa_stream_set_read_callback(sink->record, on_read, sink);
-    uint32_t fragment = (uint32_t)pa_usec_to_bytes(10 * PA_USEC_PER_MSEC, &sink->spec);
+    uint32_t fragment = (uint32_t)pa_usec_to_bytes(20 * PA_USEC_PER_MSEC, &sink->spec);
     pa_buffer_attr attributes = {.maxlength = (uint32_t)-1, .fragsize = fragment, .tlength = (uint32_t)-1,
                                  .prebuf = (uint32_t)-1, .minreq = (uint32_t)-1};
     char monitor[256];

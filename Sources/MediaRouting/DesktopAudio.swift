@@ -33,8 +33,8 @@ public struct DesktopAudioSettings: Sendable {
 
 /// What happens to desktop audio on a device, in order.
 public enum DesktopAudioEvent: Sendable, Hashable {
-    /// The sink exists (`name` on the sound server, shown as the device's name).
-    case ready(sink: String, server: String, format: String, route: String)
+    /// The sink exists (`sink` on the sound server, shown as the device's name); the device is sent the stream at `url`.
+    case ready(sink: String, server: String, format: String, route: String, url: String)
     /// Sound plays into the sink: the device is started.
     case starting
     /// The device plays the sound.
@@ -43,6 +43,8 @@ public enum DesktopAudioEvent: Sendable, Hashable {
     case stopped(quietSeconds: Double)
     /// The device failed or went away; it is tried again when sound plays.
     case deviceFailed(String)
+    /// Someone stopped the device, or played something else on it: it is started again only after a pause in the sound.
+    case stoppedElsewhere
     /// The sound server dropped the sink; it is being made again.
     case sinkLost(String)
     /// Something else the session said.
@@ -51,7 +53,7 @@ public enum DesktopAudioEvent: Sendable, Hashable {
     /// The event in words, for a person.
     public func words(device: String) -> String {
         switch self {
-        case .ready(let sink, let server, let format, let route):
+        case .ready(let sink, let server, let format, let route, _):
             return "\(device) is a sink on \(server) (\(sink)): what plays into it plays on \(device) over \(route) as \(format)"
         case .starting: return "sound plays: starting \(device)"
         case .playing: return "\(device) plays the desktop's sound"
@@ -59,6 +61,8 @@ public enum DesktopAudioEvent: Sendable, Hashable {
             return "no sound for \(seconds == seconds.rounded() ? "\(Int(seconds))" : String(format: "%.1f", seconds)) s: stopped \(device); "
                 + "it starts again when sound plays"
         case .deviceFailed(let reason): return "\(device) stopped playing: \(reason); trying again when sound plays"
+        case .stoppedElsewhere:
+            return "\(device) was stopped or given something else to play there; it starts again when sound plays after a pause"
         case .sinkLost(let reason): return "\(reason); making the sink again"
         case .notice(let words): return words
         }
@@ -72,6 +76,7 @@ public enum DesktopAudioEvent: Sendable, Hashable {
         case .playing: return "playing"
         case .stopped: return "stopped"
         case .deviceFailed: return "device-failed"
+        case .stoppedElsewhere: return "stopped-elsewhere"
         case .sinkLost: return "sink-lost"
         case .notice: return "notice"
         }
@@ -154,7 +159,7 @@ public final class DesktopAudio: Sendable {
             group.addTask { try await self.keepSink(say: say, ready: { madeIt.yield() }) }
             // Nothing plays before the sink exists: a failure to make it ends the group first.
             for await _ in ready { break }
-            say(.ready(sink: sink.name, server: self.server.displayName, format: format == .l16 ? "L16" : "WAV", route: route.protocolName))
+            say(.ready(sink: sink.name, server: self.server.displayName, format: format == .l16 ? "L16" : "WAV", route: route.protocolName, url: url))
             group.addTask { try await self.playWhileSounding(item, say: say, status: status) }
             try await group.next()
             group.cancelAll()
@@ -194,13 +199,20 @@ public final class DesktopAudio: Sendable {
                 say(.deviceFailed("\(error)"))
                 // A device that is gone is not asked again at once: a few seconds, unless sound keeps playing anyway.
                 try await Task.sleep(for: .seconds(3))
+            case .elsewhere:
+                say(.stoppedElsewhere)
+                await audio.waitForQuiet(Self.pauseAfterElsewhere)
             case .cancelled:
                 return
             }
         }
     }
 
-    private enum Outcome { case quiet, failed(any Error), cancelled }
+    private enum Outcome { case quiet, failed(any Error), elsewhere, cancelled }
+
+    /// After the device was stopped or taken over there, how long the sound must pause before route starts it again
+    /// (a person who stopped it while music plays meant it).
+    static let pauseAfterElsewhere: Duration = .seconds(2)
 
     /// One session on the device, until the quiet spell (stopped), a failure, or cancellation.
     private func playOnce(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
@@ -232,6 +244,7 @@ public final class DesktopAudio: Sendable {
                     for await update in session.statusUpdates() {
                         status(update)
                         let playback = update.playback
+                        if let reason = playback.endReason { stoppedForQuiet.endReason.withLock { $0 = reason } }
                         if !saidPlaying, playback.state == .playing {
                             saidPlaying = true
                             say(.playing)
@@ -267,6 +280,7 @@ public final class DesktopAudio: Sendable {
             return .cancelled
         }
         if stoppedForQuiet.happened.withLock({ $0 }) { return .quiet }
+        if failure == nil, [.replaced, .stopped].contains(stoppedForQuiet.endReason.withLock({ $0 })) { return .elsewhere }
         return .failed(failure ?? RouteError.unsupported(device: device.name, what: "keep playing the stream: it ended it"))
     }
 
@@ -296,9 +310,10 @@ public final class DesktopAudio: Sendable {
     private static let hostName = ProcessInfo.processInfo.hostName
 }
 
-/// Whether a session was stopped for the quiet spell (rather than ended by the device).
+/// Whether a session was stopped for the quiet spell (rather than ended by the device), and why the device said it ended.
 private final class QuietStop: Sendable {
     let happened = Mutex(false)
+    let endReason = Mutex<PlaybackStatus.EndReason?>(nil)
 }
 
 /// The "Desktop audio" session on the desktop's media controls (MPRIS) while a device plays it.

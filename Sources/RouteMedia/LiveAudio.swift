@@ -25,6 +25,8 @@ public final class LiveAudio: Sendable {
     public let channels: Int
     private let listeners = Mutex<[Int: Listener]>([:])
     private let nextListener = Atomic<Int>(0)
+    /// Who waits for sound (`waitForSound`), resumed by the first `push` of sound.
+    private let soundWaiters = Mutex<[Int: CheckedContinuation<Void, Never>]>([:])
     /// When anything was last pushed, and when something louder than silence was (monotonic nanoseconds; 0: never).
     private let lastPush = Atomic<UInt64>(0)
     private let lastSound = Atomic<UInt64>(0)
@@ -57,6 +59,11 @@ public final class LiveAudio: Sendable {
         lastPush.store(now, ordering: .relaxed)
         if samples.assumingMemoryBound(to: Int16.self).contains(where: { $0 > Self.soundThreshold || $0 < -Self.soundThreshold }) {
             lastSound.store(now, ordering: .relaxed)
+            let waiting = soundWaiters.withLock { waiters in
+                defer { waiters.removeAll() }
+                return Array(waiters.values)
+            }
+            for waiter in waiting { waiter.resume() }
         }
         let current = listeners.withLock { Array($0.values) }
         for listener in current { listener.send(samples) }
@@ -69,23 +76,44 @@ public final class LiveAudio: Sendable {
         return .nanoseconds(Int64(Self.now() - last))
     }
 
-    /// Waits until sound is pushed after `since` (a `quietFor` reading), or cancellation.
-    public func waitForSound(checkingEvery interval: Duration = .milliseconds(50)) async {
-        let start = Self.now()
-        while !Task.isCancelled, lastSound.load(ordering: .relaxed) <= start {
+    /// Waits until sound is pushed after this call, or cancellation (woken by `push`, not by polling).
+    public func waitForSound() async {
+        let id = nextListener.add(1, ordering: .relaxed).newValue
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = soundWaiters.withLock { waiters -> Bool in
+                    if Task.isCancelled { return true }
+                    waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            soundWaiters.withLock { $0.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Waits until no sound has been pushed for `pause` (or there has been none), or cancellation.
+    public func waitForQuiet(_ pause: Duration, checkingEvery interval: Duration = .milliseconds(100)) async {
+        while !Task.isCancelled, let quiet = quietFor, quiet < pause {
             try? await Task.sleep(for: interval)
         }
     }
 
     /// Fills silence into the stream whenever nothing has been pushed for 40 ms (a sound server that stops calling
-    /// when nothing plays), at the real-time rate, until cancelled.
+    /// when nothing plays), at the real-time rate, until cancelled. Looks every 20 ms while a device listens, every
+    /// 250 ms while none does.
     public func run() async {
-        let tick: Duration = .milliseconds(10)
         var filledSince: UInt64?
         var filledFrames = 0
         let silence = [UInt8](repeating: 0, count: bytesPerSecond / 10)
         while !Task.isCancelled {
-            try? await Task.sleep(for: tick)
+            let listening = listeners.withLock { !$0.isEmpty }
+            try? await Task.sleep(for: listening ? .milliseconds(20) : .milliseconds(250))
+            guard listening else {
+                filledSince = nil
+                continue
+            }
             let now = Self.now()
             let last = lastPush.load(ordering: .relaxed)
             let quiet = now - min(now, last) > 40_000_000

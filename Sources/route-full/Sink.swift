@@ -70,8 +70,9 @@ enum Sink {
     private static func say(_ event: DesktopAudioEvent, device: String, json: Bool) {
         if json {
             var fields: [String: String] = ["event": event.name, "device": device, "text": event.words(device: device)]
-            if case .ready(let sink, let server, let format, let route) = event {
+            if case .ready(let sink, let server, let format, let route, let url) = event {
                 fields["sink"] = sink
+                fields["url"] = url
                 fields["server"] = server
                 fields["format"] = format
                 fields["route"] = route
