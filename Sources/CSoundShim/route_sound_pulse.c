@@ -1,6 +1,7 @@
 // route_sound_pulse.c: the sink on PulseAudio. A PulseAudio client cannot be a sink itself, so route loads a null sink
 // named for the device (float samples, so nothing is rounded before route reads it), records its monitor in
-// 20 ms fragments (as often as PipeWire hands route sound), and undoes the sink's software volume on what it reads: the device applies the volume instead.
+// 20 ms fragments (as often as PipeWire hands route sound), and undoes the sink's software volume on what it reads:
+// the device applies the volume instead.
 #include "route_sound_internal.h"
 
 #include <math.h>

@@ -92,7 +92,9 @@ package enum Specs {
                   OptionSpec(name: "via", value: "PROTOCOL", help: "reach the device over this protocol (upnp, cast, a plugin's)"),
                   OptionSpec(name: "idle", value: "SECONDS", help: "stop the device after this long without sound (default 30)"),
                   OptionSpec(name: "format", value: "l16|wav", help: "send the sound as raw L16 or as WAV (default: L16 where the device takes it)"),
-                  OptionSpec(name: "sound-server", value: "pipewire|pulseaudio", help: "make the sink there (default: the one this session runs)")],
+                  OptionSpec(name: "sound-server", value: "pipewire|pulseaudio", help: "make the sink there (default: the one this session runs)"),
+                  OptionSpec(name: "detach", value: nil, help: "leave the sink to the route service: kept while the device is on the network, until --stop"),
+                  OptionSpec(name: "stop", value: nil, help: "remove the route service's sink for --to")],
         details: """
         Runs until interrupted. Makes a sink named after the device on the desktop's sound server — PipeWire's own node, or
         on PulseAudio a null sink route records — so it shows in the sound settings and any app can play into it. When
@@ -103,8 +105,11 @@ package enum Specs {
         session shows on the desktop's media controls. The sound server restarting makes the sink again; a device that
         goes away is tried again when sound plays. "This computer" is refused: its sound would play into the sink again.
         Prints a line as the device starts and stops (--json: JSON lines).
+        With --detach the route service keeps the sink instead, and returns: the sink is there while the device is on the
+        network (it goes when the device leaves, so apps move to another sink, and comes back with it) until
+        route sink --stop --to DEVICE.
         """,
-        examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120",
+        examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120", "route sink --to Kitchen --detach",
                    "paplay --device=route.<id> song.wav   # what `route sink` prints as the sink's name"])
 
     package static let probe = CommandSpec(

@@ -234,6 +234,81 @@ public final class RouteServiceClient: Sendable {
         }
     }
 
+    /// A desktop-audio sink the service keeps for a device (`startSink`): the sink's name on the sound server, and what
+    /// it last said.
+    public struct Sink: Sendable, Codable, Equatable {
+        /// The device's id and name.
+        public var deviceID: String
+        public var device: String
+        /// The sink's name on the sound server (`route.…`); apps play into it.
+        public var sink: String
+        /// Whether the device is on the network now (the sink exists only while it is).
+        public var present: Bool
+        /// The last event (`ready`, `playing`, `stopped`, `device-failed`, …; DesktopAudioEvent's names) and its words.
+        public var event: String?
+        public var text: String?
+
+        /// A sink of `device`.
+        public init(deviceID: String, device: String, sink: String, present: Bool, event: String? = nil, text: String? = nil) {
+            self.deviceID = deviceID
+            self.device = device
+            self.sink = sink
+            self.present = present
+            self.event = event
+            self.text = text
+        }
+    }
+
+    /// How a sink plays (each nil: the service's default).
+    public struct SinkOptions: Sendable {
+        /// Seconds without sound before the device is stopped (default 30).
+        public var idle: Double?
+        /// `l16` or `wav`.
+        public var format: String?
+        /// Only routes of this protocol.
+        public var via: String?
+        /// `pipewire` or `pulseaudio`.
+        public var soundServer: String?
+
+        /// Options; nil means the default.
+        public init(idle: Double? = nil, format: String? = nil, via: String? = nil, soundServer: String? = nil) {
+            self.idle = idle
+            self.format = format
+            self.via = via
+            self.soundServer = soundServer
+        }
+
+        var dictionary: [String: DBusValue] {
+            var options: [String: DBusValue] = [:]
+            if let idle { options["idle"] = .variant(.double(idle)) }
+            if let format { options["format"] = .variant(.string(format)) }
+            if let via { options["via"] = .variant(.string(via)) }
+            if let soundServer { options["soundServer"] = .variant(.string(soundServer)) }
+            return options
+        }
+    }
+
+    /// Asks the service to keep a desktop-audio sink for `device` (a name, id or address, as for casts): it is on the
+    /// sound server while the device is on the network, plays there when sound plays into it, and stays until
+    /// `stopSink`. Asking again for the same device returns the sink it has.
+    public func startSink(for device: String, options: SinkOptions = SinkOptions()) async throws -> Sink {
+        let reply = try await manager("StartSink", [.string(device), .dictionary(options.dictionary)])
+        guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "StartSink returned nothing") }
+        return try DBusCoding.decode(Sink.self, from: value)
+    }
+
+    /// Removes the service's sink for `device` (its name or id).
+    public func stopSink(for device: String) async throws {
+        _ = try await manager("StopSink", [.string(device)])
+    }
+
+    /// The sinks the service keeps.
+    public func sinks() async throws -> [Sink] {
+        let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",
+                                   method: "Get", [.string(RouteServiceAPI.managerInterface), .string("Sinks")])
+        return try (reply.first?.unwrapped.elements ?? []).map { try DBusCoding.decode(Sink.self, from: $0) }
+    }
+
     /// The sessions the service plays now.
     public func sessions() async throws -> [RemoteSession] {
         let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",

@@ -133,15 +133,22 @@ extension RouteServiceAPI {
           <arg name="descriptors" type="ah" direction="in"/><arg name="options" type="a{sv}" direction="in"/>
           <arg name="session" type="o" direction="out"/>
         </method>
+        <method name="StartSink">
+          <arg name="device" type="s" direction="in"/><arg name="options" type="a{sv}" direction="in"/>
+          <arg name="sink" type="a{sv}" direction="out"/>
+        </method>
+        <method name="StopSink"><arg name="device" type="s" direction="in"/></method>
         <signal name="DeviceFound"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceChanged"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceLost"><arg name="id" type="s"/></signal>
         <signal name="Mirror"><arg name="mirror" type="a{sv}"/></signal>
+        <signal name="SinkEvent"><arg name="event" type="a{sv}"/></signal>
         <property name="Version" type="u" access="read"/>
         <property name="Devices" type="aa{sv}" access="read"/>
         <property name="Sessions" type="ao" access="read"/>
         <property name="Listening" type="d" access="read"/>
         <property name="Mirrors" type="aa{sv}" access="read"/>
+        <property name="Sinks" type="aa{sv}" access="read"/>
       </interface>
     </node>
     """

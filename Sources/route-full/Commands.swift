@@ -22,6 +22,7 @@ enum RouteCommands {
         case "providers": return try await ProvidersCommand.run(parsed)
         case "browse": return try await Browse.run(parsed)
         case "watch": return try await Watch.run(parsed)
+        case "sink" where parsed.has("detach") || parsed.has("stop"): return try await SinkThroughService.run(parsed)
         case "sink": return try await Sink.run(parsed)
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)

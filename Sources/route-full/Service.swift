@@ -8,6 +8,7 @@ import RouteClient
 import RouteCore
 import RouteGIO
 import RouteMedia
+import RouteSound
 import Synchronization
 import UPnPProvider
 
@@ -30,11 +31,18 @@ final class RouteService: Sendable {
     private let newSessions = AsyncStream<ServiceSession>.makeStream()
     /// One media server per local address serves every session.
     private let servers = MediaServers(log: CLILog.root)
+    /// The desktop-audio sinks kept on request.
+    private let sinks: ServiceSinks
 
     init(bus: DBusConnection, router: MediaRouter, providers: [any RouteProvider]) {
         self.bus = bus
         self.router = router
         self.providers = providers
+        sinks = ServiceSinks(router: router, servers: servers, emit: { event in
+            bus.emit(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, signal: "SinkEvent", arguments: [event])
+        }, changed: { sinks in
+            bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, changed: ["Sinks": sinks])
+        })
     }
 
     /// Serves until `shutDown()` or the bus goes away; then ends every session (their devices stop, each within its
@@ -55,6 +63,7 @@ final class RouteService: Sendable {
             group.addTask { await self.followDevices() }
             group.addTask { await self.followClients() }
             group.addTask { await self.mirror() }
+            group.addTask { await self.sinks.run() }
             group.addTask {
                 while !Task.isCancelled, !self.bus.isClosed { try? await Task.sleep(for: .seconds(1)) }
                 self.shutDown()
@@ -70,7 +79,10 @@ final class RouteService: Sendable {
     }
 
     /// Ends the service: no new sessions, every session ends, `run()` returns.
-    func shutDown() { newSessions.continuation.finish() }
+    func shutDown() {
+        newSessions.continuation.finish()
+        sinks.shutDown()
+    }
 
     // MARK: Devices
 
@@ -86,6 +98,7 @@ final class RouteService: Sendable {
                 emit(previous[device.id] == nil ? "DeviceFound" : "DeviceChanged", [value])
             }
             for id in previous.keys where !now.contains(id) { emit("DeviceLost", [.string(id)]) }
+            sinks.devicesChanged(list)
             bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
                                       changed: ["Devices": devicesValue(list)])
         }
@@ -169,6 +182,15 @@ final class RouteService: Sendable {
             return [try DBusCoding.encode(try await find(query, timeout: timeout))]
         case "Cast":
             return [.objectPath(try await cast(arguments, sender: sender))]
+        case "StartSink":
+            guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let options) = arguments[1] else { throw invalid(method) }
+            let settings = try Self.sinkSettings(options)
+            let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
+            return [try DBusCoding.encode(sink)]
+        case "StopSink":
+            guard arguments.count == 1, case .string(let query) = arguments[0] else { throw invalid(method) }
+            guard sinks.stop(query) else { throw RouteError.unknownDevice(query: query, candidates: []) }
+            return []
         default:
             throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
         }
@@ -181,6 +203,7 @@ final class RouteService: Sendable {
         case "Devices": return devicesValue(router.devices)
         case "Sessions": return .array(elementType: "o", state.withLock { $0.sessions.keys.sorted() }.map { .objectPath($0) })
         case "Listening": return .double(listening)
+        case "Sinks": return sinks.value
         case "Mirrors":
             let mirrors = state.withLock { $0.mirrors.values.sorted { $0.player < $1.player } }
             return .array(elementType: "a{sv}", mirrors.compactMap { try? DBusCoding.encode($0) })
@@ -293,6 +316,26 @@ final class RouteService: Sendable {
             default:
                 throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
                                 "Cast: the option \(key) takes \(["via": "a protocol name", "subtitles": "a path or \"\"", "start": "seconds (a double), 0 or more"][key] ?? (["endsWithClient", "recursive", "shuffle", "loop", "resume"].contains(key) ? "a boolean" : ["imageDuration", "startTimeout"].contains(key) ? "seconds (a double) from 1 to 3600" : "nothing: there is no such option"))")
+            }
+        }
+        return settings
+    }
+
+    /// A sink's options: idle (seconds), format (l16, wav), via, soundServer (pipewire, pulseaudio).
+    private static func sinkSettings(_ options: [String: DBusValue]) throws -> DesktopAudioSettings {
+        var settings = DesktopAudioSettings()
+        for (key, value) in options {
+            switch (key, value.unwrapped) {
+            case ("idle", .double(let seconds)) where seconds > 0 && seconds < 86_400: settings.quietSpell = .milliseconds(Int(seconds * 1000))
+            case ("format", .string(let format)) where LiveAudio.Format(rawValue: format.lowercased()) != nil:
+                settings.format = LiveAudio.Format(rawValue: format.lowercased())
+            case ("via", .string(let via)): settings.via = via.lowercased()
+            case ("soundServer", .string(let server)) where SoundServer(rawValue: server.lowercased()) != nil:
+                settings.server = SoundServer(rawValue: server.lowercased())
+            default:
+                throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "StartSink: the option \(key) takes "
+                    + (["idle": "seconds (a double) over 0", "format": "l16 or wav", "via": "a protocol name",
+                        "soundServer": "pipewire or pulseaudio"][key] ?? "nothing: there is no such option"))
             }
         }
         return settings

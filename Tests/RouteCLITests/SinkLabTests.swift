@@ -139,6 +139,63 @@ extension LabTests {
             }
         }
 
+        @Test func theServiceKeepsASinkWhileTheRendererIsOnTheNetworkAndTheDesktopShowsItsSession() async throws {
+            try await Lab.stopRenderer()
+            try await withSound("pipewire") {
+                try await withSessionBus { bus in
+                    try await inSandbox { sandbox in
+                        let service = try sandbox.start(["service", "--providers", "upnp"],
+                                                        environment: bus.environment.merging(Self.soundEnvironment) { $1 })
+                        let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                        // The service may not have found the renderer yet: ask until it has (each answer "no such device").
+                        var kept = try await sandbox.run(["sink", "--to", Lab.rendererName, "--detach", "--idle", "3", "--json"], environment: client)
+                        let deadline = ContinuousClock.now + .seconds(20)
+                        while kept.status == 4, ContinuousClock.now < deadline {
+                            try await Task.sleep(for: .milliseconds(200))
+                            kept = try await sandbox.run(["sink", "--to", Lab.rendererName, "--detach", "--idle", "3", "--json"], environment: client)
+                        }
+                        #expect(kept.status == 0, "\(kept)")
+                        let name = (try? JSONSerialization.jsonObject(with: Data(kept.stdout.utf8)) as? [String: Any])?["sink"] as? String ?? ""
+                        #expect(name.hasPrefix("route."), "\(kept)")
+                        try await Lab.until("the service's sink is on the sound server", within: 10) { try Self.pactl("list", "short", "sinks").contains(name) }
+
+                        let player = try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                                     arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
+                                                                 "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
+                        defer {
+                            player.terminate()
+                            waitForExit(player, seconds: 5)
+                        }
+                        try await Lab.until("the renderer plays desktop audio", within: 20) {
+                            try Lab.transportState() == "PLAYING" && Lab.trackURI().contains("/desktop-audio.")
+                        }
+                        // On the desktop's media controls, as "Desktop audio".
+                        try await Lab.until("the desktop shows the session", within: 10) {
+                            try bus.tool("playerctl", ["--all-players", "metadata", "title"]).text.contains("Desktop audio")
+                        }
+
+                        // The renderer leaves (it says byebye): its sink goes; it comes back: so does the sink.
+                        try Lab.control("kill-renderer")
+                        try await Lab.until("the sink goes with the renderer", within: 15) { try !Self.pactl("list", "short", "sinks").contains(name) }
+                        try Lab.control("start-renderer")
+                        try await Lab.until("the sink comes back with the renderer", within: 30) { try Self.pactl("list", "short", "sinks").contains(name) }
+                        try await Lab.until("the renderer plays desktop audio again", within: 30) {
+                            try Lab.transportState() == "PLAYING" && Lab.trackURI().contains("/desktop-audio.")
+                        }
+
+                        let removed = try await sandbox.run(["sink", "--to", Lab.rendererName, "--stop"], environment: client)
+                        #expect(removed.status == 0, "\(removed)")
+                        try await Lab.until("the sink is gone", within: 10) { try !Self.pactl("list", "short", "sinks").contains(name) }
+                        try await Lab.until("the renderer is stopped", within: 10) { try Lab.transportState() != "PLAYING" }
+                        let again = try await sandbox.run(["sink", "--to", Lab.rendererName, "--stop"], environment: client)
+                        #expect(again.status == 4, "\(again)")
+                        kill(service.pid, SIGTERM)
+                        _ = await service.finish(within: 15)
+                    }
+                }
+            }
+        }
+
         @Test func theSinkIsMadeAgainWhenTheSoundServerRestartsAndAVanishedRendererIsTriedAgain() async throws {
             try await Lab.stopRenderer()
             try await withSound("pipewire") {

@@ -1,0 +1,166 @@
+// ServiceSinks: the desktop-audio sinks the route service keeps on request (StartSink, StopSink): each on the sound
+// server while its device is on the network — made when the device is found, removed when it is lost (apps playing
+// into it move to another sink, as with a speaker unplugged), made again when it comes back.
+
+import Foundation
+import MediaRouting
+import RouteClient
+import RouteCore
+import RouteGIO
+import RouteMedia
+import RouteSound
+import Synchronization
+
+/// The sinks the service keeps, by device id.
+final class ServiceSinks: Sendable {
+    private struct Wanted {
+        var device: MediaDevice
+        var settings: DesktopAudioSettings
+        var sink: String
+        var present = false
+        var event: DesktopAudioEvent?
+        /// Ends the running sink (its DesktopAudio) when finished; nil while none runs.
+        var running: AsyncStream<Void>.Continuation?
+    }
+    private let wanted = Mutex<[String: Wanted]>([:])
+    private let starts = AsyncStream<String>.makeStream()
+    private let closed = Mutex(false)
+    private let router: MediaRouter
+    private let servers: MediaServers
+    private let emit: @Sendable (DBusValue) -> Void
+    private let changed: @Sendable (DBusValue) -> Void
+
+    /// Sinks for `router`'s devices served by `servers`; each event goes to `emit` (SinkEvent), each change of the
+    /// list to `changed` (the Sinks property's new value).
+    init(router: MediaRouter, servers: MediaServers, emit: @escaping @Sendable (DBusValue) -> Void, changed: @escaping @Sendable (DBusValue) -> Void) {
+        self.router = router
+        self.servers = servers
+        self.emit = emit
+        self.changed = changed
+    }
+
+    /// Runs each sink while it is wanted and its device present, until `shutDown()`.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await id in starts.stream {
+                let (stop, ended) = AsyncStream<Void>.makeStream()
+                guard let (device, settings) = wanted.withLock({ table -> (MediaDevice, DesktopAudioSettings)? in
+                    guard var entry = table[id], entry.present, entry.running == nil else { return nil }
+                    entry.running = ended
+                    table[id] = entry
+                    return (entry.device, entry.settings)
+                }) else { continue }
+                group.addTask { await self.play(id, device: device, settings: settings, until: stop) }
+            }
+            wanted.withLock { table in for entry in table.values { entry.running?.finish() } }
+        }
+    }
+
+    /// Ends every sink; `run()` returns once they are gone.
+    func shutDown() {
+        closed.withLock { $0 = true }
+        starts.continuation.finish()
+    }
+
+    /// Keeps a sink for `device` (already kept: the one there is); returns it.
+    /// - Throws: what `DesktopAudio` refuses (This computer, a device without L16 or WAV, no sound server).
+    func start(_ device: MediaDevice, settings: DesktopAudioSettings) throws -> RouteServiceClient.Sink {
+        // The same checks as a sink that runs, made now so that the caller hears them.
+        let check = try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
+        let sink = wanted.withLock { table -> Wanted in
+            if let existing = table[device.id] { return existing }
+            let entry = Wanted(device: device, settings: settings, sink: check.sink.name, present: router.devices.contains { $0.id == device.id })
+            table[device.id] = entry
+            return entry
+        }
+        starts.continuation.yield(device.id)
+        changed(value)
+        return Self.value(sink)
+    }
+
+    /// Stops keeping the sink of the device called or identified `query`; false when there is none.
+    func stop(_ query: String) -> Bool {
+        let entry = wanted.withLock { table -> Wanted? in
+            guard let id = table.first(where: { $0.key == query || $0.value.device.names.contains { $0.caseInsensitiveCompare(query) == .orderedSame } })?.key
+            else { return nil }
+            return table.removeValue(forKey: id)
+        }
+        entry?.running?.finish()
+        if entry != nil { changed(value) }
+        return entry != nil
+    }
+
+    /// The devices on the network changed: sinks of devices that left go, those whose device came back return.
+    func devicesChanged(_ devices: [MediaDevice]) {
+        let present = Dictionary(devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var returned: [String] = []
+        var left: [AsyncStream<Void>.Continuation] = []
+        let any = wanted.withLock { table -> Bool in
+            var any = false
+            for (id, var entry) in table {
+                let now = present[id] != nil
+                guard now != entry.present else { continue }
+                any = true
+                entry.present = now
+                if let device = present[id] { entry.device = device; returned.append(id) }
+                if !now, let running = entry.running { left.append(running); entry.running = nil }
+                table[id] = entry
+            }
+            return any
+        }
+        for running in left { running.finish() }
+        for id in returned { starts.continuation.yield(id) }
+        if any { changed(value) }
+    }
+
+    /// The Sinks property.
+    var value: DBusValue {
+        let sinks = wanted.withLock { $0.values.sorted { $0.device.name < $1.device.name } }
+        return .array(elementType: "a{sv}", sinks.compactMap { try? DBusCoding.encode(Self.value($0)) })
+    }
+
+    private static func value(_ entry: Wanted) -> RouteServiceClient.Sink {
+        RouteServiceClient.Sink(deviceID: entry.device.id, device: entry.device.name, sink: entry.sink, present: entry.present,
+                                event: entry.event?.name, text: entry.event?.words(device: entry.device.name))
+    }
+
+    /// One sink, until `stop` ends (the device left, StopSink, the service ends) or it fails to be made.
+    private func play(_ id: String, device: MediaDevice, settings: DesktopAudioSettings, until stop: AsyncStream<Void>) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    let audio = try DesktopAudio(device: device, router: self.router, servers: self.servers, settings: settings)
+                    try await audio.run { self.heard($0, id: id, device: device) }
+                } catch {
+                    if !Task.isCancelled { self.heard(.sinkLost("\(error)"), id: id, device: device) }
+                }
+            }
+            group.addTask { for await _ in stop {} }
+            await group.next()
+            group.cancelAll()
+        }
+        let again = wanted.withLock { table -> Bool in
+            guard var entry = table[id] else { return false }
+            entry.running = nil
+            table[id] = entry
+            return entry.present
+        }
+        // Still wanted and present but it ended by itself (the sink could not be made): try again after a while.
+        if again, !closed.withLock({ $0 }) {
+            try? await Task.sleep(for: .seconds(5))
+            starts.continuation.yield(id)
+        }
+    }
+
+    private func heard(_ event: DesktopAudioEvent, id: String, device: MediaDevice) {
+        let sink = wanted.withLock { table -> String? in
+            table[id]?.event = event
+            return table[id]?.sink
+        }
+        var fields: [String: DBusValue] = ["deviceID": .variant(.string(id)), "device": .variant(.string(device.name)),
+                                           "event": .variant(.string(event.name)), "text": .variant(.string(event.words(device: device.name)))]
+        if let sink { fields["sink"] = .variant(.string(sink)) }
+        emit(.dictionary(fields))
+        changed(value)
+    }
+}
