@@ -445,3 +445,80 @@ private final class IdleClient: @unchecked Sendable {
 
     deinit { close(fd) }
 }
+
+/// Desktop audio as the media server streams it (LiveAudio): what a device reads from the moment it connects, in each
+/// format, and the silence that keeps the stream going while nothing plays.
+@Suite struct LiveAudioTests {
+    /// Fetches `url` for `seconds` with curl (an endless body: curl gives up at its --max-time) while `during` runs.
+    private func listen(_ url: String, seconds: Double, during: @escaping @Sendable () async -> Void) async throws -> Fetched {
+        async let fetched = curl(url, ["--max-time", String(seconds)])
+        // curl connects within this; what is pushed before a device connects is not for it.
+        try await Task.sleep(for: .milliseconds(300))
+        await during()
+        return try await fetched
+    }
+
+    /// Pushes 20 ms of frames whose left sample is 0x0102 and right 0x0304, every 20 ms, `count` times.
+    private static func pushPattern(_ audio: LiveAudio, count: Int) async {
+        let frames = [Int16](repeating: 0, count: 882 * 2).enumerated().map { $0.offset % 2 == 0 ? Int16(0x0102) : Int16(0x0304) }
+        for _ in 0..<count {
+            frames.withUnsafeBytes { audio.push($0) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test func wavHasAnEndlessHeaderThenLittleEndianSamples() async throws {
+        let audio = LiveAudio()
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(live: audio, as: .wav)
+        #expect(url.hasSuffix("/desktop-audio.wav"))
+        let fetched = try await listen(url, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        #expect(fetched.status == 200)
+        #expect(fetched.headers["content-type"] == "audio/wav")
+        #expect(fetched.headers["transfer-encoding"] == "chunked" && fetched.headers["content-length"] == nil)
+        #expect(fetched.headers["contentfeatures.dlna.org"]?.hasPrefix("DLNA.ORG_OP=00;") == true)
+        let body = [UInt8](fetched.body)
+        #expect(body.count > 44 + 4 * 882 * 10, "\(body.count) bytes")
+        #expect(Array(body.prefix(4)) == Array("RIFF".utf8) && Array(body[8..<16]) == Array("WAVEfmt ".utf8) && Array(body[36..<40]) == Array("data".utf8))
+        // 44100 Hz, 2 channels, 16 bits.
+        #expect(body[24] == 0x44 && body[25] == 0xAC && body[22] == 2 && body[34] == 16)
+        #expect(Array(body[44..<48]) == [0x02, 0x01, 0x04, 0x03])
+    }
+
+    @Test func l16IsBigEndianAndSaysLPCMToDLNA() async throws {
+        let audio = LiveAudio()
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(live: audio, as: .l16)
+        let fetched = try await listen(url, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        #expect(fetched.headers["content-type"] == "audio/L16;rate=44100;channels=2")
+        #expect(fetched.headers["contentfeatures.dlna.org"]?.hasPrefix("DLNA.ORG_PN=LPCM;DLNA.ORG_OP=00;") == true)
+        let body = [UInt8](fetched.body)
+        #expect(body.count >= 4 * 882 * 10 && body.count % 4 == 0, "\(body.count) bytes")
+        #expect(Array(body.prefix(8)) == [0x01, 0x02, 0x03, 0x04, 0x01, 0x02, 0x03, 0x04])
+    }
+
+    @Test func silenceKeepsTheStreamGoingWhileNothingPlaysAndSoundIsNoticed() async throws {
+        let audio = LiveAudio()
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(live: audio, as: .l16)
+        let filling = Task { await audio.run() }
+        defer { filling.cancel() }
+        #expect(audio.quietFor == nil)
+        // Nothing is pushed for 1.2 s: the device still gets about that much sound, all of it silence.
+        let fetched = try await listen(url, seconds: 1.5) { try? await Task.sleep(for: .milliseconds(1200)) }
+        let body = [UInt8](fetched.body)
+        #expect(body.count > audio.bytesPerSecond / 2 && body.count < audio.bytesPerSecond * 2, "\(body.count) bytes in 1.2 s")
+        #expect(body.allSatisfy { $0 == 0 })
+        // A wait for sound ends when sound is pushed, not before.
+        let waiting = Task { await audio.waitForSound() }
+        try await Task.sleep(for: .milliseconds(100))
+        [Int16](repeating: 0, count: 64).withUnsafeBytes { audio.push($0) }
+        #expect(audio.quietFor == nil)
+        [Int16](repeating: 5000, count: 64).withUnsafeBytes { audio.push($0) }
+        await waiting.value
+        #expect(try #require(audio.quietFor) < .seconds(1))
+    }
+}
