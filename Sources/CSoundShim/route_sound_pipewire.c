@@ -155,6 +155,8 @@ static char *describe(const char *what, int code) {
 void route_pw_sink_free(struct route_pw_sink *sink) {
     if (sink == NULL) return;
     if (sink->loop) pw_thread_loop_lock(sink->loop);
+    // Destroying the stream disconnects it: that is not a failure to report.
+    sink->failed = 1;
     if (sink->stream) pw_stream_destroy(sink->stream);
     if (sink->core) pw_core_disconnect(sink->core);
     if (sink->loop) {
@@ -222,7 +224,7 @@ struct route_pw_sink *route_pw_sink_new(const char *name, const char *descriptio
     }
     const struct spa_pod *params[1] = {spa_format_audio_raw_build(&b, SPA_PARAM_EnumFormat, &info)};
     int result = pw_stream_connect(sink->stream, PW_DIRECTION_INPUT, PW_ID_ANY,
-                                   PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_RT_PROCESS, params, 1);
+                                   PW_STREAM_FLAG_MAP_BUFFERS, params, 1);
     pw_thread_loop_unlock(sink->loop);
     if (result < 0) {
         *error = describe("PipeWire refused the sink", -result);

@@ -19,11 +19,19 @@ struct route_pa_sink {
     void *user;
     char *name;
     char *description;
+    /// The monitor source of our sink.
+    char *monitor;
+    /// Gives up making the sink when PulseAudio does not answer.
+    pa_time_event *deadline;
     pa_sample_spec spec;
     uint32_t module;
     uint32_t sink_index;
     /// The sink's software volume as a factor on samples (undone on what route reads), its volume as shown, mute.
     float factor;
+    /// After a change of volume, fragments still read with the larger of the old and new factors: samples mixed at the
+    /// new volume and divided by an old, smaller one would come out louder than full scale.
+    float settling_factor;
+    int settling;
     float level;
     int muted;
     int ready;
@@ -34,6 +42,8 @@ struct route_pa_sink {
 };
 
 static void fail(struct route_pa_sink *sink, const char *message) {
+    // Whoever waits on the loop (making or freeing the sink) must look again, whatever happened before.
+    pa_threaded_mainloop_signal(sink->loop, 0);
     if (sink->failed) return;
     sink->failed = 1;
     if (sink->ready) {
@@ -74,7 +84,12 @@ static void on_read(pa_stream *stream, size_t length, void *data) {
             sink->converted_capacity = samples;
         }
         const float *in = bytes;
-        float gain = sink->factor > 0.0001f ? 32767.0f / sink->factor : 0.0f;
+        float factor = sink->factor;
+        if (sink->settling > 0) {
+            sink->settling--;
+            factor = sink->settling_factor;
+        }
+        float gain = factor > 0.0001f ? 32767.0f / factor : 0.0f;
         for (size_t i = 0; i < samples; i++) {
             // A hole (no data: the monitor was idle) reads as silence.
             float value = in ? in[i] * gain : 0.0f;
@@ -108,7 +123,12 @@ static void on_sink_info(pa_context *context, const pa_sink_info *info, int eol,
     sink->sink_index = info->index;
     pa_volume_t average = pa_cvolume_avg(&info->volume);
     float level = (float)average / (float)PA_VOLUME_NORM;
-    sink->factor = (float)pa_sw_volume_to_linear(average);
+    float factor = (float)pa_sw_volume_to_linear(average);
+    if (factor != sink->factor) {
+        sink->settling_factor = factor > sink->factor ? factor : sink->factor;
+        sink->settling = 3;
+    }
+    sink->factor = factor;
     int changed = fabsf(level - sink->level) > 0.001f || info->mute != sink->muted;
     sink->level = level;
     sink->muted = info->mute;
@@ -137,11 +157,34 @@ static void start_recording(struct route_pa_sink *sink) {
     uint32_t fragment = (uint32_t)pa_usec_to_bytes(20 * PA_USEC_PER_MSEC, &sink->spec);
     pa_buffer_attr attributes = {.maxlength = (uint32_t)-1, .fragsize = fragment, .tlength = (uint32_t)-1,
                                  .prebuf = (uint32_t)-1, .minreq = (uint32_t)-1};
-    char monitor[256];
-    snprintf(monitor, sizeof monitor, "%s.monitor", sink->name);
-    if (pa_stream_connect_record(sink->record, monitor, &attributes, PA_STREAM_ADJUST_LATENCY | PA_STREAM_DONT_MOVE) < 0) {
+    if (pa_stream_connect_record(sink->record, sink->monitor, &attributes, PA_STREAM_ADJUST_LATENCY | PA_STREAM_DONT_MOVE) < 0) {
         failed_with_context(sink, "PulseAudio refused to record the sink");
     }
+}
+
+/// The sink our module made (by its owner module, not its name: a sink of that name left by a route that crashed makes
+/// PulseAudio name ours `NAME.2`): its index, volume, and the monitor to record.
+static void on_sink_listed(pa_context *context, const pa_sink_info *info, int eol, void *data) {
+    struct route_pa_sink *sink = data;
+    if (eol < 0) {
+        failed_with_context(sink, "PulseAudio could not list its sinks");
+        return;
+    }
+    if (eol > 0) {
+        if (sink->sink_index == PA_INVALID_INDEX) {
+            fail(sink, "PulseAudio loaded the null sink but no sink of it is listed");
+            return;
+        }
+        pa_context_set_subscribe_callback(context, on_event, sink);
+        pa_operation *operation = pa_context_subscribe(context, PA_SUBSCRIPTION_MASK_SINK, NULL, NULL);
+        if (operation) pa_operation_unref(operation);
+        start_recording(sink);
+        return;
+    }
+    if (info->owner_module != sink->module || sink->sink_index != PA_INVALID_INDEX) return;
+    on_sink_info(context, info, 0, sink);
+    free(sink->monitor);
+    sink->monitor = strdup(info->monitor_source_name);
 }
 
 static void on_loaded(pa_context *context, uint32_t index, void *data) {
@@ -151,12 +194,8 @@ static void on_loaded(pa_context *context, uint32_t index, void *data) {
         return;
     }
     sink->module = index;
-    pa_operation *operation = pa_context_get_sink_info_by_name(context, sink->name, on_sink_info, sink);
+    pa_operation *operation = pa_context_get_sink_info_list(context, on_sink_listed, sink);
     if (operation) pa_operation_unref(operation);
-    pa_context_set_subscribe_callback(context, on_event, sink);
-    operation = pa_context_subscribe(context, PA_SUBSCRIPTION_MASK_SINK, NULL, NULL);
-    if (operation) pa_operation_unref(operation);
-    start_recording(sink);
 }
 
 /// Quotes `text` for a PulseAudio module argument's property list (single quotes inside double quotes).
@@ -192,6 +231,14 @@ static void on_context_state(pa_context *context, void *data) {
     }
 }
 
+static void on_deadline(pa_mainloop_api *api, pa_time_event *event, const struct timeval *when, void *data) {
+    struct route_pa_sink *sink = data;
+    (void)when;
+    api->time_free(event);
+    sink->deadline = NULL;
+    if (!sink->ready) fail(sink, "PulseAudio did not answer within 5 s");
+}
+
 static void on_unloaded(pa_context *context, int success, void *data) {
     struct route_pa_sink *sink = data;
     (void)context;
@@ -215,7 +262,9 @@ void route_pa_sink_free(struct route_pa_sink *sink) {
             pa_context_set_subscribe_callback(sink->context, NULL, NULL);
             if (sink->module != PA_INVALID_INDEX && pa_context_get_state(sink->context) == PA_CONTEXT_READY) {
                 pa_operation *operation = pa_context_unload_module(sink->context, sink->module, on_unloaded, sink);
-                while (operation && pa_operation_get_state(operation) == PA_OPERATION_RUNNING) {
+                // A connection that dies meanwhile cancels the operation without calling back: stop waiting then too.
+                while (operation && pa_operation_get_state(operation) == PA_OPERATION_RUNNING &&
+                       pa_context_get_state(sink->context) == PA_CONTEXT_READY) {
                     pa_threaded_mainloop_wait(sink->loop);
                 }
                 if (operation) pa_operation_unref(operation);
@@ -231,6 +280,7 @@ void route_pa_sink_free(struct route_pa_sink *sink) {
     free(sink->converted);
     free(sink->name);
     free(sink->description);
+    free(sink->monitor);
     free(sink->error);
     free(sink);
 }
@@ -258,7 +308,10 @@ struct route_pa_sink *route_pa_sink_new(const char *name, const char *descriptio
         return NULL;
     }
     pa_threaded_mainloop_lock(sink->loop);
-    sink->context = pa_context_new(pa_threaded_mainloop_get_api(sink->loop), "route");
+    pa_mainloop_api *api = pa_threaded_mainloop_get_api(sink->loop);
+    struct timeval when;
+    sink->deadline = api->time_new(api, pa_timeval_add(pa_gettimeofday(&when), 5 * PA_USEC_PER_SEC), on_deadline, sink);
+    sink->context = pa_context_new(api, "route");
     if (sink->context) {
         pa_context_set_state_callback(sink->context, on_context_state, sink);
         if (pa_context_connect(sink->context, NULL, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0) {
@@ -267,8 +320,12 @@ struct route_pa_sink *route_pa_sink_new(const char *name, const char *descriptio
     } else {
         fail(sink, "cannot make a PulseAudio client");
     }
-    // Wait until the monitor is recorded (or anything failed) so that a caller knows the sink exists.
+    // Wait until the monitor is recorded (or anything failed, or 5 s passed) so that a caller knows the sink exists.
     while (!sink->ready && !sink->failed) pa_threaded_mainloop_wait(sink->loop);
+    if (sink->deadline) {
+        api->time_free(sink->deadline);
+        sink->deadline = NULL;
+    }
     pa_threaded_mainloop_unlock(sink->loop);
     if (!sink->ready) {
         *error = sink->error ? sink->error : strdup("PulseAudio refused the sink");

@@ -98,8 +98,10 @@ public final class DesktopAudio: Sendable {
     private let servers: MediaServers
     private let settings: DesktopAudioSettings
     private let audio = LiveAudio()
-    /// The session playing now (the sink's volume goes to it), and a volume a person chose while none played.
-    private let playing = Mutex<(session: QueueSession?, pending: (level: Double, muted: Bool)?)>((nil, nil))
+    /// Where a person's volume goes: the playing session's requests (one reader applies the newest, in order), or, while
+    /// none plays, the volume the next session starts with; and when a request was last made (the device's reports
+    /// lag behind it: they are not shown on the sink meanwhile).
+    private let volume = Mutex<(requests: AsyncStream<VolumeRequest>.Continuation?, pending: VolumeRequest?, lastRequest: ContinuousClock.Instant?)>((nil, nil, nil))
 
     /// Desktop audio for `device` through `router`'s controllers, served by `servers`.
     /// - Throws: `RouteError.unsupported` for This computer (its sound would come back into the sink), for a device
@@ -146,39 +148,65 @@ public final class DesktopAudio: Sendable {
         let local = try LocalAddress.toward(route.address ?? device.address ?? "")
         let server = try servers.server(on: local)
         let url = server.offer(live: audio, as: format)
-        defer { server.withdraw(url) }
+        // A device that lists L16 but refuses it gets WAV, when it takes that.
+        let fallback = format == .l16 && settings.format == nil && route.accepts.accepts(mimeType: "audio/wav") ? server.offer(live: audio, as: .wav) : nil
+        defer {
+            server.withdraw(url)
+            if let fallback { server.withdraw(fallback) }
+        }
         let item = {
             var item = MediaItem(url: url, mimeType: audio.mimeType(format), title: "Desktop audio", artist: Self.hostName, kind: .audio)
             item.isLive = true
             item.isConverted = true
+            item.fallbackURL = fallback
+            item.fallbackMimeType = fallback.map { _ in route.accepts.spelling(of: audio.mimeType(.wav)) }
             return item
         }()
         let (ready, madeIt) = AsyncStream<Void>.makeStream()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await self.audio.run() }
-            group.addTask { try await self.keepSink(say: say, ready: { madeIt.yield() }) }
-            // Nothing plays before the sink exists: a failure to make it ends the group first.
-            for await _ in ready { break }
+            group.addTask {
+                defer { madeIt.finish() }
+                try await self.keepSink(say: say, ready: { madeIt.yield() })
+            }
+            // Nothing plays before the sink exists; when it cannot be made, the group ends with why.
+            var made = false
+            for await _ in ready {
+                made = true
+                break
+            }
+            guard made else {
+                try await group.next()
+                group.cancelAll()
+                return
+            }
             say(.ready(sink: sink.name, server: self.server.displayName, format: format == .l16 ? "L16" : "WAV", route: route.protocolName, url: url))
-            group.addTask { try await self.playWhileSounding(item, say: say, status: status) }
+            group.addTask { await self.playWhileSounding(item, say: say, status: status) }
             try await group.next()
             group.cancelAll()
         }
     }
 
-    /// The sink, made again (with a growing pause) whenever the sound server drops it; the first failure to make it
-    /// is thrown.
+    /// The sink, made again (with a growing pause, while the sound server is away) whenever the sound server drops
+    /// it; a failure to make it the first time is thrown.
     private func keepSink(say: @escaping @Sendable (DesktopAudioEvent) -> Void, ready: @escaping @Sendable () -> Void) async throws {
         var pause: Duration = .milliseconds(500)
+        let made = Flag()
         while !Task.isCancelled {
             do {
                 try await sink.run(audio: { [audio] in audio.push($0) }, volume: { [weak self] in self?.personChanged(level: $0, muted: $1) },
-                                   ready: ready)
+                                   ready: {
+                                       made.set()
+                                       ready()
+                                   })
                 return
             } catch let error as SoundSinkError {
-                guard error.sinkExisted else { throw error }
-                say(.sinkLost(error.description))
-                try await Task.sleep(for: pause)
+                guard error.sinkExisted || made.isSet else { throw error }
+                if error.sinkExisted {
+                    say(.sinkLost(error.description))
+                    pause = .milliseconds(500)
+                }
+                try? await Task.sleep(for: pause)
                 pause = min(pause * 2, .seconds(5))
             }
         }
@@ -186,7 +214,7 @@ public final class DesktopAudio: Sendable {
 
     /// Starts the device when sound plays, stops it after the quiet spell; again and again.
     private func playWhileSounding(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
-                                   status: @escaping @Sendable (QueueStatus) -> Void) async throws {
+                                   status: @escaping @Sendable (QueueStatus) -> Void) async {
         while !Task.isCancelled {
             await audio.waitForSound()
             if Task.isCancelled { return }
@@ -198,7 +226,7 @@ public final class DesktopAudio: Sendable {
             case .failed(let error):
                 say(.deviceFailed("\(error)"))
                 // A device that is gone is not asked again at once: a few seconds, unless sound keeps playing anyway.
-                try await Task.sleep(for: .seconds(3))
+                try? await Task.sleep(for: .seconds(3))
             case .elsewhere:
                 say(.stoppedElsewhere)
                 await audio.waitForQuiet(Self.pauseAfterElsewhere)
@@ -224,12 +252,14 @@ public final class DesktopAudio: Sendable {
                                    open: { [router] in try await router.controller(for: $0) }) { _ in
             QueueSession.Prepared(route: route, item: item)
         }
-        let pending = playing.withLock { state in
-            state.session = session
-            defer { state.pending = nil }
-            return state.pending
+        let (requests, request) = AsyncStream<VolumeRequest>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        volume.withLock { state in
+            state.requests = request
+            if let pending = state.pending { request.yield(pending) }
+            state.pending = nil
         }
-        defer { playing.withLock { $0.session = nil } }
+        defer { volume.withLock { $0.requests = nil } }
+        let (played, didPlay) = AsyncStream<Void>.makeStream()
         sink.report(delay: Self.delay(of: route))
         let stoppedForQuiet = QuietStop()
         let sink = self.sink, audio = self.audio, quietSpell = settings.quietSpell, device = self.device
@@ -237,9 +267,16 @@ public final class DesktopAudio: Sendable {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await DesktopAudioPublication.run(session, device: device) }
+                // A person's volume, in order, once the device plays.
+                group.addTask {
+                    for await _ in played { break }
+                    for await wanted in requests {
+                        try? await session.setVolume(wanted.level)
+                        try? await session.setMuted(wanted.muted)
+                    }
+                }
                 group.addTask {
                     var shown: (Double?, Bool?) = (nil, nil)
-                    var appliedPending = pending == nil
                     var saidPlaying = false
                     for await update in session.statusUpdates() {
                         status(update)
@@ -248,14 +285,13 @@ public final class DesktopAudio: Sendable {
                         if !saidPlaying, playback.state == .playing {
                             saidPlaying = true
                             say(.playing)
+                            didPlay.finish()
                         }
-                        if !appliedPending, playback.state == .playing, let level = pending?.level, let muted = pending?.muted {
-                            appliedPending = true
-                            try? await session.setVolume(level)
-                            try? await session.setMuted(muted)
-                        } else if let volume = playback.volume, shown.0 != volume || shown.1 != playback.muted {
-                            shown = (volume, playback.muted)
-                            sink.show(volume: volume, muted: playback.muted ?? false)
+                        let asked = self.volume.withLock { $0.lastRequest }
+                        if let asked, ContinuousClock.now - asked < Self.requestSettles { continue }
+                        if let level = playback.volume, shown.0 != level || shown.1 != playback.muted {
+                            shown = (level, playback.muted)
+                            sink.show(volume: level, muted: playback.muted ?? false)
                         }
                     }
                 }
@@ -286,16 +322,15 @@ public final class DesktopAudio: Sendable {
 
     /// A person (or an app) moved the sink's volume or mute: the device follows; with no session, the next one does.
     private func personChanged(level: Double, muted: Bool) {
-        let session = playing.withLock { state -> QueueSession? in
-            if state.session == nil { state.pending = (level, muted) }
-            return state.session
-        }
-        guard let session else { return }
-        Task {
-            try? await session.setVolume(level)
-            try? await session.setMuted(muted)
+        let wanted = VolumeRequest(level: level, muted: muted)
+        volume.withLock { state in
+            state.lastRequest = .now
+            if let requests = state.requests { requests.yield(wanted) } else { state.pending = wanted }
         }
     }
+
+    /// How long after a person's change the device's own reports of its volume are not shown on the sink (they lag).
+    static let requestSettles: Duration = .milliseconds(1500)
 
     /// What the device adds after route's stream (its buffer), as measured by bench/sink on the lab's devices:
     /// told to the sound server so that players can keep a picture in step.
@@ -310,6 +345,19 @@ public final class DesktopAudio: Sendable {
     private static let hostName = ProcessInfo.processInfo.hostName
 }
 
+/// A volume and mute a person chose on the sink.
+private struct VolumeRequest: Sendable {
+    let level: Double
+    let muted: Bool
+}
+
+/// A flag set once, from any thread.
+private final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+}
+
 /// Whether a session was stopped for the quiet spell (rather than ended by the device), and why the device said it ended.
 private final class QuietStop: Sendable {
     let happened = Mutex(false)
@@ -321,7 +369,9 @@ enum DesktopAudioPublication {
     /// Publishes `session` until cancelled or its statuses end; without a session bus, nothing.
     @MainActor
     static func run(_ session: QueueSession, device: MediaDevice) async {
-        let model = RemotePlayback(id: "desktop_audio_\(getpid())", devices: [device], controls: MediaCommands(
+        // One player per device (the service may play several at once).
+        let id = "desktop_audio_\(getpid())_" + String(device.id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_" })
+        let model = RemotePlayback(id: id, devices: [device], controls: MediaCommands(
             play: MediaCommand { try await session.play() },
             pause: MediaCommand { try await session.pause() },
             togglePlayPause: MediaCommand { try await session.togglePause() },

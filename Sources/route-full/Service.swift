@@ -189,7 +189,9 @@ final class RouteService: Sendable {
             return [try DBusCoding.encode(sink)]
         case "StopSink":
             guard arguments.count == 1, case .string(let query) = arguments[0] else { throw invalid(method) }
-            guard sinks.stop(query) else { throw RouteError.unknownDevice(query: query, candidates: []) }
+            guard sinks.stop(query) else {
+                throw RouteError(.unknownDevice, "the route service keeps no sink for \"\(query)\" (route sink --to DEVICE --detach makes one)", device: query)
+            }
             return []
         default:
             throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")

@@ -21,8 +21,12 @@ final class ServiceSinks: Sendable {
         var event: DesktopAudioEvent?
         /// Ends the running sink (its DesktopAudio) when finished; nil while none runs.
         var running: AsyncStream<Void>.Continuation?
+        /// Which run is the current one: a run that ends after a newer one started leaves the entry alone.
+        var generation = 0
     }
     private let wanted = Mutex<[String: Wanted]>([:])
+    /// Numbers the runs, across entries (a device's entry may be removed and made again).
+    private let runs = Mutex(0)
     private let starts = AsyncStream<String>.makeStream()
     private let closed = Mutex(false)
     private let router: MediaRouter
@@ -44,13 +48,15 @@ final class ServiceSinks: Sendable {
         await withDiscardingTaskGroup { group in
             for await id in starts.stream {
                 let (stop, ended) = AsyncStream<Void>.makeStream()
-                guard let (device, settings) = wanted.withLock({ table -> (MediaDevice, DesktopAudioSettings)? in
+                let run = runs.withLock { $0 += 1; return $0 }
+                guard let (device, settings, generation) = wanted.withLock({ table -> (MediaDevice, DesktopAudioSettings, Int)? in
                     guard var entry = table[id], entry.present, entry.running == nil else { return nil }
                     entry.running = ended
+                    entry.generation = run
                     table[id] = entry
-                    return (entry.device, entry.settings)
+                    return (entry.device, entry.settings, entry.generation)
                 }) else { continue }
-                group.addTask { await self.play(id, device: device, settings: settings, until: stop) }
+                group.addTask { await self.play(id, generation: generation, device: device, settings: settings, until: stop) }
             }
             wanted.withLock { table in for entry in table.values { entry.running?.finish() } }
         }
@@ -125,7 +131,7 @@ final class ServiceSinks: Sendable {
     }
 
     /// One sink, until `stop` ends (the device left, StopSink, the service ends) or it fails to be made.
-    private func play(_ id: String, device: MediaDevice, settings: DesktopAudioSettings, until stop: AsyncStream<Void>) async {
+    private func play(_ id: String, generation: Int, device: MediaDevice, settings: DesktopAudioSettings, until stop: AsyncStream<Void>) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -140,7 +146,7 @@ final class ServiceSinks: Sendable {
             group.cancelAll()
         }
         let again = wanted.withLock { table -> Bool in
-            guard var entry = table[id] else { return false }
+            guard var entry = table[id], entry.generation == generation else { return false }
             entry.running = nil
             table[id] = entry
             return entry.present

@@ -11,7 +11,7 @@ import RouteSound
 
 enum Sink {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        var settings = DesktopAudioSettings(via: parsed["via"])
+        var settings = DesktopAudioSettings(via: parsed["via"]?.lowercased())
         if let idle = parsed["idle"] {
             guard let seconds = Double(idle), seconds > 0, seconds < 86_400 else {
                 throw UsageError(description: "--idle takes seconds, more than 0 (e.g. 30), not \"\(idle)\"")
@@ -63,7 +63,8 @@ enum Sink {
         }
         defer { signals.cancel() }
         await running.value
-        if let error = failure.error { throw error }
+        // Interrupted: what the ending threw on its way out (a cancelled wait) is not a failure.
+        if let error = failure.error, !stopped.isSet || !(error is CancellationError) { throw error }
         return stopped.isSet ? .interrupted : .failure
     }
 

@@ -82,6 +82,16 @@ extension LabTests {
                     #expect(track.contains("/desktop-audio."), "\(track)")
                     #expect(try Lab.volume() == 80)
 
+                    // Mute goes to the device too.
+                    _ = try Self.pactl("set-sink-mute", name, "1")
+                    try await Lab.until("the renderer is muted", within: 10) {
+                        try Lab.soap("RenderingControl", "GetMute", "<Channel>Master</Channel>").contains("<CurrentMute>1<")
+                    }
+                    _ = try Self.pactl("set-sink-mute", name, "0")
+                    try await Lab.until("the renderer is unmuted", within: 10) {
+                        try Lab.soap("RenderingControl", "GetMute", "<Channel>Master</Channel>").contains("<CurrentMute>0<")
+                    }
+
                     // A change on the device shows on the sink.
                     _ = try Lab.soap("RenderingControl", "SetVolume", "<Channel>Master</Channel><DesiredVolume>30</DesiredVolume>")
                     try await Lab.until("the sink shows the renderer's volume", within: 10) {
@@ -120,6 +130,31 @@ extension LabTests {
                     }
                     let load = CastReceiverLab.events().first { $0["event"] as? String == "load" }
                     #expect(load?["contentType"] as? String == "audio/wav" && load?["streamType"] as? String == "LIVE", "\(String(describing: load))")
+                    kill(sink.pid, SIGINT)
+                    let result = await sink.finish(within: 15)
+                    #expect(result.status == 130, "\(result)")
+                }
+            }
+        }
+
+        @Test func aRendererThatRefusesL16GetsWAV() async throws {
+            let fake = try await FakeRenderer(mode: "refuses-l16", port: 49620)
+            defer { fake.stop() }
+            try await withSound("pipewire") {
+                try await inSandbox { sandbox in
+                    let (sink, name) = try await startSink(sandbox, ["--to", fake.description])
+                    let player = try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                                 arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
+                                                             "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
+                    defer {
+                        player.terminate()
+                        waitForExit(player, seconds: 5)
+                    }
+                    try await Lab.until("the fake plays route's WAV after refusing L16", within: 20) {
+                        fake.output.contains("refusing L16") && fake.output.contains("SetAVTransportURI http://10.77.0.1:")
+                            && fake.output.contains("/desktop-audio.wav")
+                    }
+                    try await Lab.until("route sink says the device plays", within: 10) { Self.events(sink).contains { $0["event"] == "playing" } }
                     kill(sink.pid, SIGINT)
                     let result = await sink.finish(within: 15)
                     #expect(result.status == 130, "\(result)")

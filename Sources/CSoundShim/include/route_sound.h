@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// What a sink tells its owner. Every callback runs on the sound server library's own thread.
+/// What a sink tells its owner. Every callback runs on the sound server library's own (not real-time) thread.
 typedef struct {
     /// Interleaved signed 16-bit little-endian samples played into the sink (as heard at full volume: the sink's
     /// volume is the device's, not applied to these samples).
