@@ -22,6 +22,10 @@
 #ifndef ROUTE_SOUND_QUANTUM
 #define ROUTE_SOUND_QUANTUM 1024
 #endif
+/// The least sound route is handed at a time, in milliseconds, whatever quantum the graph runs at.
+#ifndef ROUTE_SOUND_BATCH_MS
+#define ROUTE_SOUND_BATCH_MS 20
+#endif
 
 struct route_pw_sink {
     struct pw_thread_loop *loop;
@@ -33,6 +37,10 @@ struct route_pw_sink {
     route_sound_callbacks callbacks;
     void *user;
     unsigned channels;
+    /// Sound gathered for route, and how much makes a batch (ROUTE_SOUND_BATCH_MS of it).
+    uint8_t batch[65536];
+    uint32_t gathered;
+    uint32_t batch_bytes;
     float level;
     int muted;
     int failed;
@@ -63,6 +71,13 @@ static void hold_software_volume(struct route_pw_sink *sink, const float *level,
     }
 }
 
+/// Hands route what was gathered (loop thread).
+static void hand_on(struct route_pw_sink *sink) {
+    if (sink->gathered == 0) return;
+    sink->callbacks.audio(sink->user, sink->batch, sink->gathered);
+    sink->gathered = 0;
+}
+
 static void on_process(void *data) {
     struct route_pw_sink *sink = data;
     struct pw_buffer *buffer = pw_stream_dequeue_buffer(sink->stream);
@@ -71,7 +86,18 @@ static void on_process(void *data) {
     if (d->data != NULL && d->chunk != NULL) {
         uint32_t offset = SPA_MIN(d->chunk->offset, d->maxsize);
         uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - offset);
-        if (size > 0) sink->callbacks.audio(sink->user, SPA_PTROFF(d->data, offset, void), size);
+        const uint8_t *bytes = SPA_PTROFF(d->data, offset, const uint8_t);
+        // Gathered into at least a batch's worth before route hears it: an app that asks the graph for small quanta
+        // (a call, a game) would otherwise wake route, and each device's connection, a hundred times a second.
+        while (size > 0) {
+            uint32_t room = (uint32_t)sizeof(sink->batch) - sink->gathered;
+            uint32_t take = SPA_MIN(size, room);
+            memcpy(sink->batch + sink->gathered, bytes, take);
+            sink->gathered += take;
+            bytes += take;
+            size -= take;
+            if (sink->gathered >= sink->batch_bytes || sink->gathered == sizeof(sink->batch)) hand_on(sink);
+        }
     }
     pw_stream_queue_buffer(sink->stream, buffer);
 }
@@ -118,6 +144,9 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
         fail(sink, message);
     } else if (state == PW_STREAM_STATE_UNCONNECTED) {
         fail(sink, "PipeWire disconnected the sink");
+    } else if (state == PW_STREAM_STATE_PAUSED) {
+        // Nothing plays any more: what was gathered is the end of the sound, not the start of the next.
+        hand_on(sink);
     }
 }
 
@@ -179,6 +208,7 @@ struct route_pw_sink *route_pw_sink_new(const char *name, const char *descriptio
     sink->callbacks = callbacks;
     sink->user = user;
     sink->channels = SPA_CLAMP(channels, 1u, 2u);
+    sink->batch_bytes = SPA_MIN((uint32_t)sizeof(sink->batch), rate * sink->channels * 2 * ROUTE_SOUND_BATCH_MS / 1000);
     sink->level = 1.0f;
     sink->loop = pw_thread_loop_new("route-pipewire", NULL);
     if (sink->loop) sink->context = pw_context_new(pw_thread_loop_get_loop(sink->loop), NULL, 0);

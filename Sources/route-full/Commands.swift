@@ -85,3 +85,21 @@ enum Providers {
     static var dnssd: AvahiBrowser { StandardProviders.sharedDiscovery(log: CLILog.root).dnssd }
 }
 
+
+/// A command that runs until interrupted (`route watch`, `route sink`): the first Ctrl-C, SIGTERM or SIGHUP cancels its
+/// work, which ends cleanly (devices let go, sinks removed); a second exits at once.
+enum UntilInterrupted {
+    /// Waits for `work` to end, cancelling it at the first signal, which sets `stopped`.
+    static func wait(for work: Task<Void, Never>, stopped: InterruptFlag) async {
+        let signals = SignalHandlers {
+            if stopped.isSet {
+                PluginProvider.killAll()
+                exit(ExitCode.interrupted.rawValue)
+            }
+            stopped.set()
+            work.cancel()
+        }
+        defer { signals.cancel() }
+        await work.value
+    }
+}

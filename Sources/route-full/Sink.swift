@@ -6,7 +6,6 @@ import MediaRouting
 import RouteCLI
 import RouteCore
 import RouteMedia
-import RoutePluginHost
 import RouteSound
 
 enum Sink {
@@ -53,16 +52,7 @@ enum Sink {
             }
         }
         // The first signal removes the sink and stops the device; a second exits at once.
-        let signals = SignalHandlers {
-            if stopped.isSet {
-                PluginProvider.killAll()
-                exit(ExitCode.interrupted.rawValue)
-            }
-            stopped.set()
-            running.cancel()
-        }
-        defer { signals.cancel() }
-        await running.value
+        await UntilInterrupted.wait(for: running, stopped: stopped)
         // Interrupted: what the ending threw on its way out (a cancelled wait) is not a failure.
         if let error = failure.error, !stopped.isSet || !(error is CancellationError) { throw error }
         return stopped.isSet ? .interrupted : .failure

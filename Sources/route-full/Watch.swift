@@ -60,16 +60,7 @@ enum Watch {
             watching.cancel()
         }
         // The first signal ends the watch (mirrors leave the bus, devices are let go); a second exits at once.
-        let signals = SignalHandlers {
-            if stopped.isSet {
-                PluginProvider.killAll()
-                exit(ExitCode.interrupted.rawValue)
-            }
-            stopped.set()
-            watching.cancel()
-        }
-        defer { signals.cancel() }
-        await watching.value
+        await UntilInterrupted.wait(for: watching, stopped: stopped)
         // Discovery does not end by itself: anything but a signal or a closed output is a failure.
         return stopped.isSet ? .interrupted : closed.isSet ? .success : .failure
     }

@@ -40,6 +40,25 @@ extension LabTests {
             return (sink, name)
         }
 
+        /// Noise played into `sink` (paplay of /dev/urandom) until `stop`: sound that goes on.
+        private static func noise(into sink: String) throws -> Process {
+            try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
+                            arguments: ["PULSE_SERVER=unix:\(state)/sound/pulse/native", "paplay", "--device=\(sink)",
+                                        "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
+        }
+
+        private static func stop(_ player: Process) {
+            player.terminate()
+            waitForExit(player, seconds: 5)
+        }
+
+        /// Interrupts `route sink` as Ctrl-C does: it ends with 130.
+        private static func interrupt(_ sink: RouteProcess, sourceLocation: SourceLocation = #_sourceLocation) async {
+            kill(sink.pid, SIGINT)
+            let result = await sink.finish(within: 15)
+            #expect(result.status == 130, "\(result)", sourceLocation: sourceLocation)
+        }
+
         /// The JSON lines `route sink --json` printed so far.
         private static func events(_ sink: RouteProcess) -> [[String: String]] {
             sink.stdout.split(separator: "\n").compactMap {
@@ -103,9 +122,7 @@ extension LabTests {
                     try await Lab.until("route sink says it stopped the renderer", within: 5) { Self.events(sink).contains { $0["event"] == "stopped" } }
                     #expect(Self.events(sink).contains { $0["event"] == "playing" })
 
-                    kill(sink.pid, SIGINT)
-                    let result = await sink.finish(within: 15)
-                    #expect(result.status == 130, "\(result)")
+                    await Self.interrupt(sink)
                     #expect(!(try Self.pactl("list", "short", "sinks")).contains(name), "the sink outlived route sink")
                 }
             }
@@ -118,21 +135,14 @@ extension LabTests {
             try await withSound("pipewire") {
                 try await inSandbox { sandbox in
                     let (sink, name) = try await startSink(sandbox, ["--to", "Lab Cast", "--via", "cast"], providers: "cast")
-                    let player = try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                                 arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
-                                                             "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
-                    defer {
-                        player.terminate()
-                        waitForExit(player, seconds: 5)
-                    }
+                    let player = try Self.noise(into: name)
+                    defer { Self.stop(player) }
                     try await Lab.until("the receiver plays desktop audio", within: 20) {
                         CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" && ($0["contentId"] as? String ?? "").contains("/desktop-audio.wav") }
                     }
                     let load = CastReceiverLab.events().first { $0["event"] as? String == "load" }
                     #expect(load?["contentType"] as? String == "audio/wav" && load?["streamType"] as? String == "LIVE", "\(String(describing: load))")
-                    kill(sink.pid, SIGINT)
-                    let result = await sink.finish(within: 15)
-                    #expect(result.status == 130, "\(result)")
+                    await Self.interrupt(sink)
                 }
             }
         }
@@ -143,21 +153,14 @@ extension LabTests {
             try await withSound("pipewire") {
                 try await inSandbox { sandbox in
                     let (sink, name) = try await startSink(sandbox, ["--to", fake.description])
-                    let player = try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                                 arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
-                                                             "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
-                    defer {
-                        player.terminate()
-                        waitForExit(player, seconds: 5)
-                    }
+                    let player = try Self.noise(into: name)
+                    defer { Self.stop(player) }
                     try await Lab.until("the fake plays route's WAV after refusing L16", within: 20) {
                         fake.output.contains("refusing L16") && fake.output.contains("SetAVTransportURI http://10.77.0.1:")
                             && fake.output.contains("/desktop-audio.wav")
                     }
                     try await Lab.until("route sink says the device plays", within: 10) { Self.events(sink).contains { $0["event"] == "playing" } }
-                    kill(sink.pid, SIGINT)
-                    let result = await sink.finish(within: 15)
-                    #expect(result.status == 130, "\(result)")
+                    await Self.interrupt(sink)
                 }
             }
         }
@@ -194,13 +197,8 @@ extension LabTests {
                         #expect(name.hasPrefix("route."), "\(kept)")
                         try await Lab.until("the service's sink is on the sound server", within: 10) { try Self.pactl("list", "short", "sinks").contains(name) }
 
-                        let player = try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                                     arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
-                                                                 "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
-                        defer {
-                            player.terminate()
-                            waitForExit(player, seconds: 5)
-                        }
+                        let player = try Self.noise(into: name)
+                        defer { Self.stop(player) }
                         try await Lab.until("the renderer plays desktop audio", within: 20) {
                             try Lab.transportState() == "PLAYING" && Lab.trackURI().contains("/desktop-audio.")
                         }
@@ -241,12 +239,7 @@ extension LabTests {
                     try await Lab.until("the sink is there again", within: 20) { try Self.pactl("list", "short", "sinks").contains(name) }
                     #expect(Self.events(sink).contains { $0["event"] == "sink-lost" }, "\(sink.stdout)")
 
-                    func play() throws -> Process {
-                        try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                        arguments: ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native", "paplay", "--device=\(name)",
-                                                    "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
-                    }
-                    let first = try play()
+                    let first = try Self.noise(into: name)
                     try await Lab.until("the renderer plays desktop audio", within: 20) { try Lab.transportState() == "PLAYING" }
                     try Lab.control("kill-renderer", "--hard")
                     try await Lab.until("route sink says the renderer failed", within: 30) { Self.events(sink).contains { $0["event"] == "device-failed" } }
@@ -255,11 +248,8 @@ extension LabTests {
                     try await Lab.until("the renderer plays desktop audio again", within: 30) {
                         try Lab.transportState() == "PLAYING" && Lab.trackURI().contains("/desktop-audio.")
                     }
-                    first.terminate()
-                    waitForExit(first, seconds: 5)
-                    kill(sink.pid, SIGINT)
-                    let result = await sink.finish(within: 15)
-                    #expect(result.status == 130, "\(result)")
+                    Self.stop(first)
+                    await Self.interrupt(sink)
                 }
             }
         }
