@@ -6,7 +6,6 @@
 import Foundation
 import RouteCLI
 import NowPlaying
-import RoutePluginHost
 import MediaRouting
 import RouteCore
 import Synchronization
