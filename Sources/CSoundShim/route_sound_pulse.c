@@ -37,8 +37,11 @@ struct route_pa_sink {
     int ready;
     int failed;
     char *error;
+    /// Samples converted and not yet handed on, and how many bytes make a batch.
     int16_t *converted;
     size_t converted_capacity;
+    size_t gathered;
+    size_t batch_bytes;
 };
 
 static void fail(struct route_pa_sink *sink, const char *message) {
@@ -74,14 +77,15 @@ static void on_read(pa_stream *stream, size_t length, void *data) {
         if (pa_stream_peek(stream, &bytes, &count) < 0) return;
         if (count == 0) break;
         size_t samples = count / sizeof(float);
-        if (samples > sink->converted_capacity) {
-            int16_t *bigger = realloc(sink->converted, samples * sizeof(int16_t));
+        if (sink->gathered + samples > sink->converted_capacity) {
+            size_t capacity = sink->gathered + samples;
+            int16_t *bigger = realloc(sink->converted, capacity * sizeof(int16_t));
             if (bigger == NULL) {
                 pa_stream_drop(stream);
                 return;
             }
             sink->converted = bigger;
-            sink->converted_capacity = samples;
+            sink->converted_capacity = capacity;
         }
         const float *in = bytes;
         float factor = sink->factor;
@@ -90,14 +94,21 @@ static void on_read(pa_stream *stream, size_t length, void *data) {
             factor = sink->settling_factor;
         }
         float gain = factor > 0.0001f ? 32767.0f / factor : 0.0f;
+        int16_t *out = sink->converted + sink->gathered;
         for (size_t i = 0; i < samples; i++) {
             // A hole (no data: the monitor was idle) reads as silence.
             float value = in ? in[i] * gain : 0.0f;
             value = value > 32767.0f ? 32767.0f : value < -32768.0f ? -32768.0f : value;
-            sink->converted[i] = (int16_t)lrintf(value);
+            out[i] = (int16_t)lrintf(value);
         }
         pa_stream_drop(stream);
-        sink->callbacks.audio(sink->user, sink->converted, samples * sizeof(int16_t));
+        sink->gathered += samples;
+        // Handed on in batches of at least 20 ms, however small the pieces the server reads out (an app asking for
+        // low latency makes them small).
+        if (sink->gathered * sizeof(int16_t) >= sink->batch_bytes) {
+            sink->callbacks.audio(sink->user, sink->converted, sink->gathered * sizeof(int16_t));
+            sink->gathered = 0;
+        }
     }
 }
 
@@ -297,6 +308,7 @@ struct route_pa_sink *route_pa_sink_new(const char *name, const char *descriptio
     sink->name = strdup(name);
     sink->description = strdup(description);
     sink->spec = (pa_sample_spec){.format = PA_SAMPLE_FLOAT32LE, .rate = rate, .channels = (uint8_t)(channels == 1 ? 1 : 2)};
+    sink->batch_bytes = (size_t)rate * sink->spec.channels * sizeof(int16_t) / 50;
     sink->module = PA_INVALID_INDEX;
     sink->sink_index = PA_INVALID_INDEX;
     sink->factor = 1.0f;
