@@ -165,6 +165,24 @@ extension LabTests {
             }
         }
 
+        @Test func anMPDServerPlaysTheSinkThroughItsPlugin() async throws {
+            try Lab.control("start-mpd")
+            defer { try? Lab.control("stop-mpd") }
+            _ = try? MPC.run("clear")
+            try await withSound("pipewire") {
+                try await inSandbox { sandbox in
+                    let (sink, name) = try await startSink(sandbox, ["--to", "Lab MPD"], providers: "mpd")
+                    let player = try Self.noise(into: name)
+                    defer { Self.stop(player) }
+                    try await Lab.until("MPD plays route's stream", within: 20) {
+                        try MPC.status().contains("[playing]") && MPC.run("current", "-f", "%file%").contains("/desktop-audio.")
+                    }
+                    await Self.interrupt(sink)
+                    try await Lab.until("MPD is stopped", within: 10) { try !MPC.status().contains("[playing]") }
+                }
+            }
+        }
+
         @Test func thisComputerAndAMissingSoundServerAreRefusedWithALine() async throws {
             try await inSandbox { sandbox in
                 let local = try await sandbox.run(["sink", "--to", "This computer"], environment: Self.soundEnvironment, timeout: 20)
