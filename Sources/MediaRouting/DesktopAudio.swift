@@ -332,8 +332,10 @@ public final class DesktopAudio: Sendable {
     /// How long after a person's change the device's own reports of its volume are not shown on the sink (they lag).
     static let requestSettles: Duration = .milliseconds(1500)
 
-    /// What the device adds after route's stream (its buffer), as measured by bench/sink on the lab's devices:
-    /// told to the sound server so that players can keep a picture in step.
+    /// What a device of this protocol adds after route's stream (its buffer), told to the sound server so that players
+    /// can keep a picture in step: a figure per protocol, not a measurement of this device (route cannot hear its
+    /// output). The lab's gmediarender and test receiver add 20–45 ms (bench/sink); hardware renderers and Cast
+    /// devices buffer more, so these lean long.
     static func delay(of route: MediaRoute) -> Duration {
         switch route.protocolName.lowercased() {
         case "dlna", "upnp": return .milliseconds(300)
