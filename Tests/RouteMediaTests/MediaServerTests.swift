@@ -5,6 +5,7 @@ import Foundation
 import RouteCore
 @testable import RouteMedia
 import RouteTestSupport
+import Synchronization
 import Testing
 
 /// One curl request: status, headers (lower-cased names), body.
@@ -449,11 +450,16 @@ private final class IdleClient: @unchecked Sendable {
 /// Desktop audio as the media server streams it (LiveAudio): what a device reads from the moment it connects, in each
 /// format, and the silence that keeps the stream going while nothing plays.
 @Suite struct LiveAudioTests {
-    /// Fetches `url` for `seconds` with curl (an endless body: curl gives up at its --max-time) while `during` runs.
-    private func listen(_ url: String, seconds: Double, during: @escaping @Sendable () async -> Void) async throws -> Fetched {
+    /// Fetches `url` from `server` for `seconds` with curl (an endless body: curl gives up at its --max-time), running
+    /// `during` once the server has had curl's request (what is pushed before a device connects is not for it).
+    private func listen(_ url: String, on server: MediaServer, seconds: Double,
+                        during: @escaping @Sendable () async -> Void) async throws -> Fetched {
         async let fetched = curl(url, ["--max-time", String(seconds)])
-        // curl connects within this; what is pushed before a device connects is not for it.
-        try await Task.sleep(for: .milliseconds(300))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while (server.access(to: url)?.requests ?? 0) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect((server.access(to: url)?.requests ?? 0) > 0, "curl did not connect within 5 s")
         await during()
         return try await fetched
     }
@@ -473,7 +479,7 @@ private final class IdleClient: @unchecked Sendable {
         defer { server.close() }
         let url = server.offer(live: audio, as: .wav)
         #expect(url.hasSuffix("/desktop-audio.wav"))
-        let fetched = try await listen(url, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.status == 200)
         #expect(fetched.headers["content-type"] == "audio/wav")
         #expect(fetched.headers["transfer-encoding"] == "chunked" && fetched.headers["content-length"] == nil)
@@ -491,7 +497,7 @@ private final class IdleClient: @unchecked Sendable {
         let server = try MediaServer()
         defer { server.close() }
         let url = server.offer(live: audio, as: .l16)
-        let fetched = try await listen(url, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.headers["content-type"] == "audio/L16;rate=44100;channels=2")
         #expect(fetched.headers["contentfeatures.dlna.org"]?.hasPrefix("DLNA.ORG_PN=LPCM;DLNA.ORG_OP=00;") == true)
         let body = [UInt8](fetched.body)
@@ -508,17 +514,26 @@ private final class IdleClient: @unchecked Sendable {
         defer { filling.cancel() }
         #expect(audio.quietFor == nil)
         // Nothing is pushed for 1.2 s: the device still gets about that much sound, all of it silence.
-        let fetched = try await listen(url, seconds: 1.5) { try? await Task.sleep(for: .milliseconds(1200)) }
+        let fetched = try await listen(url, on: server, seconds: 1.5) { try? await Task.sleep(for: .milliseconds(1200)) }
         let body = [UInt8](fetched.body)
         #expect(body.count > audio.bytesPerSecond / 2 && body.count < audio.bytesPerSecond * 2, "\(body.count) bytes in 1.2 s")
         #expect(body.allSatisfy { $0 == 0 })
-        // A wait for sound ends when sound is pushed, not before.
-        let waiting = Task { await audio.waitForSound() }
-        try await Task.sleep(for: .milliseconds(100))
+        // Sound ends a wait for sound (pushed until it has: the waiter may not have
+        // registered yet).
+        let woken = Mutex(false)
+        let waiting = Task {
+            await audio.waitForSound()
+            woken.withLock { $0 = true }
+        }
         [Int16](repeating: 0, count: 64).withUnsafeBytes { audio.push($0) }
         #expect(audio.quietFor == nil)
-        [Int16](repeating: 5000, count: 64).withUnsafeBytes { audio.push($0) }
-        await waiting.value
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !woken.withLock({ $0 }), ContinuousClock.now < deadline {
+            [Int16](repeating: 5000, count: 64).withUnsafeBytes { audio.push($0) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(woken.withLock { $0 }, "a wait for sound was not ended by sound within 5 s")
+        waiting.cancel()
         #expect(try #require(audio.quietFor) < .seconds(1))
     }
 }
