@@ -241,13 +241,14 @@ func inSandbox(sourceLocation: SourceLocation = #_sourceLocation, _ body: (Sandb
     try await body(sandbox)
 }
 
-/// Pids of live processes running the `route` binary whose command line or environment mentions `text`.
+/// Pids of live processes running the `route` or `route-full` binary whose command line or environment mentions `text`.
 func routeProcesses(mentioning text: String) -> [Int32] {
-    let binary = URL(fileURLWithPath: RouteBinary.path).resolvingSymlinksInPath().path
+    // `route` hands most commands to `route-full` by exec: a process may be either binary by now.
+    let binaries = Set([RouteBinary.path, RouteBinary.path + "-full"].flatMap { [$0, URL(fileURLWithPath: $0).resolvingSymlinksInPath().path] })
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     return entries.compactMap(Int32.init).filter { pid in
         guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"),
-              exe == binary || exe == RouteBinary.path else { return false }
+              binaries.contains(exe) else { return false }
         let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
         let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
         return String(decoding: cmdline + environ, as: UTF8.self).contains(text)
