@@ -21,8 +21,10 @@ test:
 	.build/debug/route-fuzz --runs 3000
 	@# GStreamer's plugin registry, built once here rather than by the first dozens of test processes at once.
 	gst-inspect-1.0 coreelements >/dev/null
-	@# At most two test cases per core at once: all ~300 starting together starved each other's deadlines.
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$$(( $$(nproc) * 2 )) scripts/lab run swift test --skip-build
+	@# At most two test cases per core at once: all ~300 starting together starved each other's deadlines. No test reads
+	@# the caller's terminal. The watchdog ends a suite still running after 45 min (it takes ~16 on 2 cores) with what
+	@# was running, well inside CI's limit: `swift test` holds its test process's last lines until that process ends.
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$$(( $$(nproc) * 2 )) scripts/test-watchdog 2700 scripts/lab run swift test --skip-build </dev/null
 
 bench:
 	scripts/deps bench
