@@ -6,29 +6,46 @@ import NowPlaying
 import RouteCore
 import RouteMedia
 
+/// A cast as the desktop controls it: the session playing it now, and its statuses (a moved cast's, across devices).
+public protocol PlayingCast: Sendable {
+    /// The session playing the cast now: commands go to it.
+    var session: QueueSession { get }
+    /// Statuses after every change, starting with the latest.
+    func statusUpdates() -> AsyncStream<QueueStatus>
+}
+
+extension QueueSession: PlayingCast {
+    /// Itself: a session that never moves.
+    public nonisolated var session: QueueSession { self }
+}
+
+extension MovableCast: PlayingCast {}
+
 /// A cast's publication on the desktop: its queue's content, its state and its commands over MPRIS.
 public enum CastPublication {
     /// Publishes the cast until cancelled or its statuses end, as `org.mpris.MediaPlayer2.route.<id>`: content from
-    /// the probed files, state from the device, commands through the session. Without a session bus it says so once
-    /// (`onUnavailable`) and returns.
+    /// the probed files, state and device from the device's statuses (a moved cast stays one player, naming its new
+    /// device), commands through the session playing it. Without a session bus it says so once (`onUnavailable`) and
+    /// returns.
     @MainActor
-    public static func run(_ session: QueueSession, probes: ProbeAhead, id: String = "cast_\(getpid())",
+    public static func run(_ cast: some PlayingCast, probes: ProbeAhead, id: String = "cast_\(getpid())",
                            onUnavailable: @escaping @Sendable (String) -> Void) async {
-        let model = RemotePlayback(id: id, devices: [session.device], controls: MediaCommands(
-            play: MediaCommand { try await session.play() },
-            pause: MediaCommand { try await session.pause() },
-            togglePlayPause: MediaCommand { try await session.togglePause() },
-            stop: MediaCommand { try await session.stop() },
-            next: MediaCommand { try await session.next() },
-            skipForward: SkipCommand(preferredIntervals: [10], MediaCommand { try await session.seek(.relative($0)) }),
-            skipBackward: SkipCommand(preferredIntervals: [10], MediaCommand { try await session.seek(.relative(-$0)) }),
-            seek: MediaCommand { try await session.seek(.absolute($0)) },
-            changeVolume: MediaCommand { try await session.setVolume($0) }), adoptsDeviceMetadata: false)
+        let model = RemotePlayback(id: id, devices: [cast.session.device], controls: MediaCommands(
+            play: MediaCommand { try await cast.session.play() },
+            pause: MediaCommand { try await cast.session.pause() },
+            togglePlayPause: MediaCommand { try await cast.session.togglePause() },
+            stop: MediaCommand { try await cast.session.stop() },
+            next: MediaCommand { try await cast.session.next() },
+            skipForward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative($0)) }),
+            skipBackward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative(-$0)) }),
+            seek: MediaCommand { try await cast.session.seek(.absolute($0)) },
+            changeVolume: MediaCommand { try await cast.session.setVolume($0) }), adoptsDeviceMetadata: false)
         let publication = MediaSession(model)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await publish(publication, onUnavailable: onUnavailable) }
             var shown: Int?
-            for await status in session.statusUpdates() {
+            for await status in cast.statusUpdates() {
+                if model.devices.map(\.id) != [status.device.id] { model.devices = [status.device] }
                 if shown != status.index {
                     shown = status.index
                     let info = try? await probes.info(status.index)

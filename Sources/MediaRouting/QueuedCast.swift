@@ -36,7 +36,9 @@ public struct QueuedCast: Sendable {
             recorder.hear(status)
         }
         options.loops = settings.loops
-        let starts = StartPositions(first: settings.start, keys: probes.entries.map(\.location), store: settings.resumes ? resume : nil)
+        options.firstItem = settings.firstItem
+        let starts = StartPositions(first: settings.start, firstItem: settings.firstItem, keys: probes.entries.map(\.location),
+                                    store: settings.resumes ? resume : nil)
         options.startPosition = { starts.position(of: $0) }
         let subtitles = settings.subtitles
         session = QueueSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in

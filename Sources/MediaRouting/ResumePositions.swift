@@ -137,19 +137,22 @@ public final class ResumeRecorder: Sendable {
 /// where it stopped last time (`--resume`), else its beginning.
 public final class StartPositions: Sendable {
     private let first: Mutex<Double?>
+    private let firstItem: Int
     private let keys: [String]
     private let store: ResumePositions?
 
-    /// Starts for a queue of `keys`: the first at `first`, each at its remembered place when `store` is given.
-    public init(first: Double?, keys: [String], store: ResumePositions?) {
+    /// Starts for a queue of `keys`: item `firstItem` (the one a cast begins with) at `first` the first time it
+    /// plays, each item at its remembered place when `store` is given.
+    public init(first: Double?, firstItem: Int = 0, keys: [String], store: ResumePositions?) {
         self.first = Mutex(first)
+        self.firstItem = firstItem
         self.keys = keys
         self.store = store
     }
 
     /// Where item `index` starts (nil: at its beginning).
     public func position(of index: Int) -> Double? {
-        if index == 0, let start = first.withLock({ $0.take() }) { return start }
+        if index == firstItem, let start = first.withLock({ $0.take() }) { return start }
         guard let store, keys.indices.contains(index) else { return nil }
         return store.position(of: keys[index])
     }

@@ -127,6 +127,13 @@ package final class SessionControlServer: @unchecked Sendable {
         }
     }
 
+    /// Closes and removes the socket of a server whose `run()` never started (one made for a move that failed).
+    package func discard() {
+        guard !closed.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        Glibc.close(fd)
+        unlink(path)
+    }
+
     private func acceptLoop() {
         while !closed.load(ordering: .sequentiallyConsistent) {
             let client = accept(fd, nil, nil)

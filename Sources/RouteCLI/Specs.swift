@@ -112,6 +112,22 @@ package enum Specs {
         examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120", "route sink --to Kitchen --detach",
                    "paplay --device=route.<id> song.wav   # what `route sink` prints as the sink's name"])
 
+    package static let move = CommandSpec(
+        name: "move", summary: "move what plays to another device, from where it is", positionals: "",
+        minPositionals: 0, maxPositionals: 0,
+        options: [OptionSpec(name: "to", value: "DEVICE", help: "the device to move to: name (exact, unique prefix or close), id, or address"),
+                  OptionSpec(name: "from", value: "DEVICE", help: "the device whose cast moves (default: the only cast, else the one that last started playing)"),
+                  CommonOptions.json],
+        details: """
+        Moves a cast of the route service to another device, across protocols (Cast, DLNA, This computer, a plugin's): the
+        item playing goes on there from the same position — converted if that device cannot play it as it is — and the
+        queue after it; the old device stops. A paused cast stays paused. Its media-controls player stays the same player
+        and names the new device. While the new device starts, the old one is paused; if the new device does not play it
+        within 15 s or refuses it, the cast plays on where it was and route says why (exit 1, or 5 if it cannot be reached).
+        Casts made without the route service (no session bus, --providers) cannot be moved.
+        """,
+        examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json"])
+
     package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,
         options: [CommonOptions.json],

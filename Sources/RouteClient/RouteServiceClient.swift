@@ -309,6 +309,19 @@ public final class RouteServiceClient: Sendable {
         return try (reply.first?.unwrapped.elements ?? []).map { try DBusCoding.decode(Sink.self, from: $0) }
     }
 
+    /// Moves a session to `device` (a name, id or address): the session playing on the device `from` names, or (nil)
+    /// the only session, else the one that last started playing. The session goes on there from where it was and its
+    /// old device stops; if the new device does not take it, it plays on where it was and this throws why.
+    /// - Returns: the session moved.
+    @discardableResult
+    public func move(to device: String, from: String? = nil) async throws -> RemoteSession {
+        let reply = try await manager("Move", [.string(device), .string(from ?? "")])
+        guard case .objectPath(let path)? = reply.first else {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "Move returned no session")
+        }
+        return RemoteSession(bus: bus, path: path)
+    }
+
     /// The sessions the service plays now.
     public func sessions() async throws -> [RemoteSession] {
         let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",
@@ -456,6 +469,8 @@ public final class RemoteSession: Sendable {
     public func toggleMute() async throws { _ = try await session("ToggleMute") }
     /// Leaves the session to the service: it no longer ends when this process leaves the bus.
     public func detach() async throws { _ = try await session("Detach") }
+    /// Moves the session to `device` (a name, id or address), as `RouteServiceClient.move(to:from:)` does.
+    public func move(to device: String) async throws { _ = try await session("Move", [.string(device)]) }
 
     private func session(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(RouteServiceAPI.sessionInterface, method, arguments)

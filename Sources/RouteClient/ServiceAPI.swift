@@ -138,6 +138,10 @@ extension RouteServiceAPI {
           <arg name="sink" type="a{sv}" direction="out"/>
         </method>
         <method name="StopSink"><arg name="device" type="s" direction="in"/></method>
+        <method name="Move">
+          <arg name="device" type="s" direction="in"/><arg name="from" type="s" direction="in"/>
+          <arg name="session" type="o" direction="out"/>
+        </method>
         <signal name="DeviceFound"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceChanged"><arg name="device" type="a{sv}"/></signal>
         <signal name="DeviceLost"><arg name="id" type="s"/></signal>
@@ -169,6 +173,7 @@ extension RouteServiceAPI {
         <method name="SetMuted"><arg name="muted" type="b" direction="in"/></method>
         <method name="ToggleMute"/>
         <method name="Detach"/>
+        <method name="Move"><arg name="device" type="s" direction="in"/></method>
         <signal name="Notice"><arg name="message" type="s"/></signal>
         <signal name="Ended"><arg name="reason" type="s"/><arg name="error" type="s"/><arg name="message" type="s"/></signal>
         <property name="Status" type="a{sv}" access="read"/>

@@ -15,7 +15,10 @@ public struct CastSettings: Sendable {
     public var subtitles: Subtitles
     /// Whether the queue starts again after its last item (`--loop`).
     public var loops = false
-    /// Where the first item starts, in seconds (`--start`).
+    /// The queue's item the cast begins with (0: the first); earlier ones are not played (a session moved to
+    /// another device goes on there from the item it was playing).
+    public var firstItem = 0
+    /// Where the item the cast begins with starts, in seconds (`--start`).
     public var start: Double?
     /// Whether each item starts where it last stopped (`--resume`).
     public var resumes = false

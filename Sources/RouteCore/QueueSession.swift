@@ -75,6 +75,8 @@ public actor QueueSession {
         public var stopDeadline: Duration = .seconds(4)
         /// Whether the queue starts again from its first item after its last (`--loop`).
         public var loops = false
+        /// The item the session begins with (0: the first).
+        public var firstItem = 0
         /// Where an item starts (seconds in), asked once per item as it first plays: `--start` for the first item, a
         /// remembered position (`--resume`); nil or 0 from the start.
         public var startPosition: @Sendable (_ index: Int) -> Double? = { _ in nil }
@@ -178,7 +180,7 @@ public actor QueueSession {
     public func run() async throws {
         defer { updates.finish() }
         guard !titles.isEmpty, !stopping else { return }
-        var next = try await preparedItem(from: 0, failFast: true)
+        var next = try await preparedItem(from: min(max(0, options.firstItem), titles.count - 1), failFast: true)
         while let segment = next, !stopping {
             next = try await play(from: segment)
         }

@@ -24,6 +24,7 @@ enum RouteCommands {
         case "watch": return try await Watch.run(parsed)
         case "sink" where parsed.has("detach") || parsed.has("stop"): return try await SinkThroughService.run(parsed)
         case "sink": return try await Sink.run(parsed)
+        case "move": return try await MoveThroughService.run(parsed)
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)
         default: return try await Control.run(name, parsed, observe: ObservedStatus.report)

@@ -187,6 +187,11 @@ final class RouteService: Sendable {
             let settings = try Self.sinkSettings(options)
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
             return [try DBusCoding.encode(sink)]
+        case "Move":
+            guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
+            let session = try self.session(playingOn: from)
+            try await session.move(to: try await find(to, timeout: 3))
+            return [.objectPath(session.path)]
         case "StopSink":
             guard arguments.count == 1, case .string(let query) = arguments[0] else { throw invalid(method) }
             guard sinks.stop(query) else {
@@ -264,7 +269,8 @@ final class RouteService: Sendable {
         if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
         let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
         let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, notices: notices, bus: bus)
+                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, notices: notices, bus: bus,
+                                         find: { try await self.find($0, timeout: 3) })
         // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
         let published = Result { try session.publish() }
         state.withLock { $0.sessions[session.path] = session }
@@ -348,6 +354,29 @@ final class RouteService: Sendable {
     }
 
     // MARK: Sessions
+
+    /// The session a move takes: the one playing on the device `query` names, or (no query) the only one, else the
+    /// active one (whose device last started playing).
+    private func session(playingOn query: String) throws -> ServiceSession {
+        let sessions = state.withLock { Array($0.sessions.values) }
+        guard !sessions.isEmpty else {
+            throw RouteError(.notCasting, "nothing is being cast by the route service, so there is nothing to move; start a cast with `route cast`")
+        }
+        let names = sessions.map(\.device.name).sorted()
+        let playingOn = names.map { "\"\($0)\"" }.joined(separator: ", ")
+        if !query.isEmpty {
+            guard let device = try? DeviceMatcher.pick(query, in: sessions.map(\.device)) else {
+                throw RouteError(.notCasting, "no cast of the route service plays on \"\(query)\" (casts play on \(playingOn))", names: names)
+            }
+            return sessions.first { $0.device.id == device.id }!
+        }
+        if sessions.count == 1 { return sessions[0] }
+        let playing = sessions.filter { $0.startedPlaying != nil }.max { $0.startedPlaying! < $1.startedPlaying! }
+        guard let playing else {
+            throw RouteError(.ambiguousDevice, "casts play on \(playingOn); say which to move with --from NAME", names: names)
+        }
+        return playing
+    }
 
     private func play(_ session: ServiceSession) async {
         await session.run()

@@ -1,5 +1,6 @@
 // ServiceSession: one cast the service plays — its object on the bus (methods, properties, the Ended signal), its
-// MPRIS player, and the control socket that `route pause --to DEVICE` reaches, for as long as it plays.
+// MPRIS player, and the control socket that `route pause --to DEVICE` reaches, for as long as it plays, on one device
+// after another when it is moved.
 
 import Foundation
 import RouteCLI
@@ -21,8 +22,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
 
     /// The session's object path.
     let path: String
-    let device: MediaDevice
-    private let cast: QueuedCast
+    private let cast: MovableCast
+    /// Finds the device a `Move` names.
+    private let find: @Sendable (String) async throws -> MediaDevice
     private let bus: DBusConnection
     private let number: Int
     /// The descriptors of the files a client sent: open as long as the session plays them.
@@ -37,32 +39,57 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         var registration: DBusRegistration?
         /// Why the session was asked to end, when it was.
         var ending: Reason?
+        /// When its device last started playing (the active session is the one that did last).
+        var startedPlaying: ContinuousClock.Instant?
     }
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
     private let initial: QueueStatus
-    /// The socket `route pause --to DEVICE` reaches (taken when the session is made: one cast per device).
+    /// The socket `route pause --to DEVICE` reaches (taken when the session is made: one cast per device), and the
+    /// sockets of the devices it moves to, each replacing the last.
     private let control: SessionControlServer
+    private let moves = AsyncStream<SessionControlServer>.makeStream()
 
-    /// A session of `probes` on `device`; nothing plays until `run()`.
+    /// A session of `probes` on `device`; nothing plays until `run()`. `find` finds the device a move names.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
-         descriptors: [DBusDescriptor], owner: String?, notices: [String] = [], bus: DBusConnection) throws {
+         descriptors: [DBusDescriptor], owner: String?, notices: [String] = [], bus: DBusConnection,
+         find: @escaping @Sendable (String) async throws -> MediaDevice) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
-        self.device = device
+        self.find = find
         self.bus = bus
         self.descriptors = descriptors
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
-        let cast = try QueuedCast(probes, on: device, router: router, settings: settings, servers: servers)
+        let cast = try MovableCast(probes, on: device, router: router, settings: settings, servers: servers)
         for words in notices { cast.say(words) }
         self.cast = cast
         control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
     }
 
+    /// The device playing the session now.
+    var device: MediaDevice { cast.device }
+
     /// The client whose leaving ends the session, if any.
     var owner: String? { state.withLock { $0.owner } }
+
+    /// When the session's device last started playing, if it has.
+    var startedPlaying: ContinuousClock.Instant? { state.withLock { $0.startedPlaying } }
+
+    /// Moves the session to `device` (MovableCast's `move(to:)`), its control socket with it.
+    /// - Throws: `RouteError` when another cast plays there, or the device does not take it (it plays on where it was).
+    func move(to device: MediaDevice) async throws {
+        let cast = self.cast
+        try cast.checkMove(to: device)
+        let control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
+        do { try await cast.move(to: device) } catch {
+            control.discard()
+            throw error
+        }
+        // The session may have ended meanwhile: then nobody serves the new socket.
+        if case .terminated = moves.continuation.yield(control) { control.discard() }
+    }
 
     /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
     /// - Throws: `DBusError` when the bus refuses it (`run()` then stops the device and ends).
@@ -74,10 +101,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// Plays the queue with its object (`publish()` first), player and control socket; returns when it has ended and
     /// said so.
     func run() async {
-        let session = cast.session
-        defer { cast.preparer.close() }
         guard let registration = state.withLock({ $0.registration }) else {
-            try? await session.stop()
+            try? await cast.session.stop()
             return
         }
         defer { registration.end() }
@@ -89,7 +114,12 @@ final class ServiceSession: Sendable, DBusObjectHandler {
             for await event in cast.events {
                 switch event {
                 case .status(let status):
-                    state.withLock { $0.latest = status }
+                    state.withLock { state in
+                        if status.playback.state == .playing, state.latest?.playback.state != .playing || state.latest?.device.id != status.device.id {
+                            state.startedPlaying = .now
+                        }
+                        state.latest = status
+                    }
                     let now = properties(of: status)
                     let changed = now.filter { sent[$0.key] != $0.value }
                     sent = now
@@ -104,32 +134,47 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         }
         var failure: (any Error)?
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.control.run() }
-            let probes = cast.probes, id = "service_\(getpid())_\(number)"
-            group.addTask { await CastPublication.run(session, probes: probes, id: id) { _ in } }
+            group.addTask { await self.serveControl() }
+            let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)"
+            group.addTask { await CastPublication.run(cast, probes: probes, id: id) { _ in } }
             do { try await cast.run() } catch { failure = error }
             group.cancelAll()
         }
         await forwarded.value
         let reason = failure == nil ? state.withLock { $0.ending } ?? .finished : .failed
         // A failure, or else the first file the queue had to skip: a client's exit code comes from it.
-        let skipped = await session.skipped.first?.error
+        let skipped = await cast.session.skipped.first?.error
         let error = (failure ?? skipped).map { ServiceErrors.dbus($0) }
         bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Ended",
                  arguments: [.string(reason.rawValue), .string(error?.name ?? ""), .string(error?.message ?? "")])
     }
 
+    /// Answers `route pause --to DEVICE` for the device playing the session: its socket, then each moved-to
+    /// device's in turn, until cancelled.
+    private func serveControl() async {
+        var moved = moves.stream.makeAsyncIterator()
+        var serving: SessionControlServer? = control
+        while let server = serving {
+            serving = await withTaskGroup(of: Void.self) { group in
+                group.addTask { await server.run() }
+                defer { group.cancelAll() }
+                return await moved.next()
+            }
+        }
+    }
+
     /// Ends the session for `reason`: its device stops.
     func end(_ reason: Reason) {
         state.withLock { if $0.ending == nil { $0.ending = reason } }
-        let session = cast.session
-        Task { try? await session.stop() }
+        let cast = cast
+        Task { try? await cast.session.stop() }
     }
 
     // MARK: The object
 
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
         let session = cast.session
+        let text = arguments.first.flatMap { if case .string(let value) = $0 { return value }; return nil }
         let number = arguments.first.flatMap { if case .double(let value) = $0 { return value }; return nil }
         let flag = arguments.first.flatMap { if case .boolean(let value) = $0 { return value }; return nil }
         Task {
@@ -149,6 +194,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                 case "SetMuted": try await session.setMuted(flag ?? false)
                 case "ToggleMute": try await session.toggleMute()
                 case "Detach": state.withLock { $0.owner = nil }
+                case "Move":
+                    guard let query = text, !query.isEmpty else {
+                        throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")
+                    }
+                    try await move(to: try await find(query))
                 default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
                 }
                 reply(.success([]))
