@@ -12,6 +12,8 @@ public protocol PlayingCast: Sendable {
     var session: QueueSession { get }
     /// Statuses after every change, starting with the latest.
     func statusUpdates() -> AsyncStream<QueueStatus>
+    /// Stops the cast (a moving cast: a move under way too).
+    func stop() async throws
 }
 
 extension QueueSession: PlayingCast {
@@ -34,7 +36,7 @@ public enum CastPublication {
             play: MediaCommand { try await cast.session.play() },
             pause: MediaCommand { try await cast.session.pause() },
             togglePlayPause: MediaCommand { try await cast.session.togglePause() },
-            stop: MediaCommand { try await cast.session.stop() },
+            stop: MediaCommand { try await cast.stop() },
             next: MediaCommand { try await cast.session.next() },
             skipForward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative($0)) }),
             skipBackward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative(-$0)) }),

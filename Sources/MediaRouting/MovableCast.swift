@@ -33,17 +33,26 @@ public final class MovableCast: Sendable {
         let outcome = AsyncStream<(any Error)?>.makeStream()
     }
     private enum Signal: Sendable {
+        /// A move's leg starts playing.
         case start(Leg)
+        /// A leg was moved from: its device is stopped (the move does not wait for a device that is slow to confirm).
+        case retire(Leg)
         case ended(Int, (any Error)?)
     }
     private struct State {
         var current: Leg
+        /// Whether a move is under way (from its first check to its end: one at a time).
+        var moveUnderWay = false
         /// The leg a move is starting, until it plays or fails.
         var moving: Leg?
         var nextLeg = 1
         /// Each leg's latest status.
         var latest: [Int: QueueStatus] = [:]
+        /// The legs whose session has ended.
+        var endedLegs: Set<Int> = []
+        /// The current leg ended (the cast is over), or the cast was asked to stop.
         var over = false
+        var stopAsked = false
     }
     private let state: Mutex<State>
 
@@ -68,6 +77,11 @@ public final class MovableCast: Sendable {
 
     /// The device playing the queue now.
     public var device: MediaDevice { session.device }
+
+    /// The devices the cast plays on now: the current one, and the one a move is starting.
+    public var devices: [MediaDevice] {
+        state.withLock { state in [state.current.cast.session.device] + (state.moving.map { [$0.cast.session.device] } ?? []) }
+    }
 
     /// The current leg's statuses across moves, starting with the latest.
     public func statusUpdates() -> AsyncStream<QueueStatus> { statuses.subscribe() }
@@ -96,6 +110,11 @@ public final class MovableCast: Sendable {
                         var failure: (any Error)?
                         do { try await starting.cast.run() } catch { failure = error }
                         starting.cast.preparer.close()
+                        // Decided under the lock, against a move's switch: the current leg's end is the cast's.
+                        self.state.withLock { state in
+                            state.endedLegs.insert(starting.number)
+                            if state.current.number == starting.number { state.over = true }
+                        }
                         starting.outcome.continuation.yield(failure)
                         starting.outcome.continuation.finish()
                         self.signals.continuation.yield(.ended(starting.number, failure))
@@ -104,19 +123,36 @@ public final class MovableCast: Sendable {
                 }
                 switch await signals.next() {
                 case .start(let next)?: leg = next
+                case .retire(let old)?: group.addTask { try? await old.cast.session.stop() }
                 case .ended(let number, let failure)?:
-                    let (current, moving) = state.withLock { ($0.current.number, $0.moving) }
                     // A leg that was moved from, or a move's leg that failed to start: the cast goes on.
-                    guard number == current else { continue }
-                    state.withLock { $0.over = true }
-                    // The cast is over: a move under way is called off (its device stopped).
+                    let (ending, moving) = state.withLock { ($0.over && $0.current.number == number, $0.moving) }
+                    guard ending else { continue }
+                    // The cast is over: a move under way is called off (its device stopped), and a device moved from
+                    // a moment ago is stopped.
                     if let moving { try? await moving.cast.session.stop() }
+                    await settle(&signals)
                     return failure
                 case nil: return nil
                 }
             }
         }
         if let failure { throw failure }
+    }
+
+    /// What was asked of `run()` but not yet done when the cast ended: a device moved from is stopped, and a move's
+    /// leg that never started says so (its move then fails).
+    private func settle(_ signals: inout AsyncStream<Signal>.Iterator) async {
+        self.signals.continuation.finish()
+        while let signal = await signals.next() {
+            switch signal {
+            case .retire(let old): try? await old.cast.session.stop()
+            case .start(let leg):
+                leg.outcome.continuation.yield(Self.refused(leg.cast.session.device, "the cast ended while it was moving"))
+                leg.outcome.continuation.finish()
+            case .ended: break
+            }
+        }
     }
 
     /// Hands a leg's events on while it is the current one (a move's leg before it plays: its notices only).
@@ -127,7 +163,8 @@ public final class MovableCast: Sendable {
                 if state.current.number == leg.number {
                     said.yield(event)
                     if case .status(let status) = event { statuses.send(status) }
-                } else if case .notice = event, state.moving?.number == leg.number {
+                } else if case .notice = event {
+                    // A move's new device before it plays, a device moved from (one that did not confirm its stop).
                     said.yield(event)
                 }
             }
@@ -145,86 +182,104 @@ public final class MovableCast: Sendable {
     ///   it plays there already, that another move is under way, or that the cast is over.
     @discardableResult
     public func move(to device: MediaDevice, timeout: Duration = MovableCast.moveTimeout) async throws -> MediaDevice {
-        try checkMove(to: device)
-        let (from, latest) = state.withLock { ($0.current, $0.latest[$0.current.number]) }
+        let from = try state.withLock { state in
+            try Self.check(state, moving: device)
+            state.moveUnderWay = true
+            return state.current
+        }
+        defer { state.withLock { $0.moveUnderWay = false } }
         let old = from.cast.session.device
+        // One device at a time is heard: the old one waits, paused, for the new one to play; where it paused is where
+        // the new one starts. A session paused by its person stays paused.
+        let wasPaused = await from.cast.session.playback.state == .paused
+        if !wasPaused { try? await from.cast.session.pause() }
         let playback = await from.cast.session.playback
-        let index = latest?.index ?? settings.firstItem
+        let index = await from.cast.session.currentIndex
         let live = (try? await probes.info(index))?.isLive ?? false
         var moved = settings
         moved.via = nil
         moved.firstItem = index
         moved.start = live || playback.position < 0.5 ? nil : playback.position
         await probes.playing(on: device)
+        // Undoes the move's start: the new leg stopped, the old device as it was, unless the cast is over.
+        func callOff(_ leg: Leg?, _ reason: any Error) async -> RouteError {
+            let over = state.withLock { state in
+                state.moving = nil
+                return state.over || state.stopAsked
+            }
+            if let leg { try? await leg.cast.session.stop() }
+            await probes.playing(on: old)
+            if over { return Self.refused(device, "the cast ended while it was moving") }
+            if !wasPaused { try? await from.cast.session.play() }
+            return Self.refused(device, "\(Self.words(reason)); it plays on on \(old.name)",
+                                code: (reason as? RouteError)?.code == .deviceUnreachable ? .deviceUnreachable : .commandFailed)
+        }
         let leg: Leg
         do {
             let cast = try QueuedCast(probes, on: device, router: router, settings: moved, servers: servers, resume: resume, log: log)
             leg = try state.withLock { state in
-                guard !state.over else { throw Self.refused(device, "the cast has ended") }
+                guard !state.over, !state.stopAsked else { throw Self.refused(device, "the cast has ended") }
                 defer { state.nextLeg += 1 }
                 let leg = Leg(number: state.nextLeg, cast: cast)
                 state.moving = leg
                 return leg
             }
         } catch {
-            await probes.playing(on: old)
-            throw error
+            throw await callOff(nil, error)
         }
-        let wasPlaying = playback.state == .playing || playback.state == .loading
-        // One device at a time is heard: the old one waits, paused, for the new one to play.
-        if wasPlaying { try? await from.cast.session.pause() }
         let starting = leg.cast.session.statusUpdates()
         signals.continuation.yield(.start(leg))
         do {
-            guard try await Self.started(starting, at: moved.start, within: timeout, on: device) else {
-                // Its session ended before it played: what ended it is the reason.
-                var outcome = leg.outcome.stream.makeAsyncIterator()
-                throw (await outcome.next() ?? nil) ?? Self.refused(device, "it did not take the cast")
-            }
+            try await Self.started(starting, ending: leg.outcome.stream, at: moved.start, within: timeout, on: device)
         } catch {
-            state.withLock { $0.moving = nil }
-            let reason = error
-            try? await leg.cast.session.stop()
-            await probes.playing(on: old)
-            if wasPlaying { try? await from.cast.session.play() }
-            throw Self.refused(device, "\(Self.words(reason)); it plays on on \(old.name)",
-                               code: (reason as? RouteError)?.code == .deviceUnreachable ? .deviceUnreachable : .commandFailed)
+            throw await callOff(leg, error)
         }
-        let over = state.withLock { state -> Bool in
+        // The switch, against the legs' ends and a stop (each decided under the lock): the old leg ended first (the
+        // cast is over), or the new one did (the move failed), or neither has.
+        let switched = state.withLock { state -> Bool in
+            guard !state.over, !state.stopAsked, !state.endedLegs.contains(leg.number) else { return false }
             state.moving = nil
-            guard !state.over else { return true }
             state.current = leg
             if let status = state.latest[leg.number] {
                 said.yield(.status(status))
                 statuses.send(status)
             }
-            return false
+            return true
         }
-        if over {
-            try? await leg.cast.session.stop()
-            throw Self.refused(device, "the cast ended while it was moving")
-        }
+        guard switched else { throw await callOff(leg, Self.refused(device, "it stopped before it played")) }
         let at = moved.start.map { " at \(formatClock($0))" } ?? ""
         said.yield(.notice("moved from \(old.name) to \(device.name)\(at)"))
-        if !wasPlaying { try? await leg.cast.session.pause() }
-        try? await from.cast.session.stop()
+        if wasPaused { try? await leg.cast.session.pause() }
+        signals.continuation.yield(.retire(from))
         return old
+    }
+
+    /// Stops the cast: the device playing it, and a move's new device if one is starting (the move then fails).
+    public func stop() async throws {
+        let (current, moving) = state.withLock { state in
+            state.stopAsked = true
+            return (state.current, state.moving)
+        }
+        if let moving { try? await moving.cast.session.stop() }
+        try await current.cast.session.stop()
     }
 
     /// Throws what `move(to:)` refuses at once: the cast has ended, is moving already, or plays on `device`.
     public func checkMove(to device: MediaDevice) throws {
-        try state.withLock { state in
-            guard !state.over else { throw Self.refused(device, "the cast has ended") }
-            guard state.moving == nil else { throw Self.refused(device, "the cast is moving to another device already") }
-            guard state.current.cast.session.device.id != device.id else { throw Self.refused(device, "the cast plays there already") }
-        }
+        try state.withLock { try Self.check($0, moving: device) }
+    }
+
+    private static func check(_ state: State, moving device: MediaDevice) throws {
+        guard !state.over, !state.stopAsked else { throw Self.refused(device, "the cast has ended") }
+        guard !state.moveUnderWay else { throw Self.refused(device, "the cast is moving to another device already") }
+        guard state.current.cast.session.device.id != device.id else { throw Self.refused(device, "the cast plays there already") }
     }
 
     /// Waits until a move's session plays at `position` (within 2 s; anywhere when nil: a device reports playing
-    /// before it has gone to a start position); false when its statuses end first.
-    /// - Throws: `RouteError` when `timeout` passes first.
-    private static func started(_ statuses: AsyncStream<QueueStatus>, at position: Double?, within timeout: Duration,
-                                on device: MediaDevice) async throws -> Bool {
+    /// before it has gone to a start position).
+    /// - Throws: what ended the session first (`ending`), or `RouteError` when `timeout` passes first.
+    private static func started(_ statuses: AsyncStream<QueueStatus>, ending: AsyncStream<(any Error)?>, at position: Double?,
+                                within timeout: Duration, on device: MediaDevice) async throws {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await status in statuses where status.playback.state == .playing {
@@ -234,11 +289,18 @@ public final class MovableCast: Sendable {
                 return false
             }
             group.addTask {
+                var outcome = ending.makeAsyncIterator()
+                throw (await outcome.next() ?? nil) ?? Self.refused(device, "it stopped before it played")
+            }
+            group.addTask {
                 try await Task.sleep(for: timeout)
                 throw Self.refused(device, "it did not play within \(Int(timeout.components.seconds)) s")
             }
             defer { group.cancelAll() }
-            return try await group.next() ?? false
+            // Statuses that end without playing: the session's end says why.
+            while let played = try await group.next() {
+                if played { return }
+            }
         }
     }
 

@@ -65,14 +65,16 @@ package enum Control {
         return "\(DisplayText.clean(device)): \(status.state.rawValue) \(title.map { DisplayText.clean($0) } ?? "") \(formatClock(status.position))\(duration)\(volume)"
     }
 
-    /// The answering side, inside `route cast`: applies a request to the session.
-    package static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
+    /// The answering side, inside `route cast`: applies a request to the session (a stop through `stop` when given:
+    /// a movable cast stops a move under way too).
+    package static func handle(_ request: ControlRequest, session: QueueSession,
+                               stop: (@Sendable () async throws -> Void)? = nil) async -> ControlReply {
         do {
             switch request.command {
             case "describe", "status": break
             case "play": try await session.play()
             case "pause": try await session.pause()
-            case "stop": try await session.stop()
+            case "stop": try await (stop ?? session.stop)()
             case "next": try await session.next()
             case "seek":
                 guard let target = SeekTarget(parsing: request.value ?? "") else { throw UsageError(description: "bad position") }

@@ -86,16 +86,10 @@ package final class SessionControlServer: @unchecked Sendable {
     /// Listens for `device` (answering starts with `run()`). Fails when another live `route cast`
     /// already controls that device.
     package init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
-        _ = try SessionDirectory.checked()
+        try Self.checkFree(for: device)
         path = SessionDirectory.socket(for: device)
         self.handler = handler
-        if FileManager.default.fileExists(atPath: path) {
-            if (try? ControlClient.send(ControlRequest(command: "describe"), to: path)) != nil {
-                throw RouteError.commandFailed(device: device.name, command: "cast",
-                                               reason: "another `route cast` is already playing there; stop it first (`route stop --to \"\(device.name)\"`)")
-            }
-            unlink(path)
-        }
+        unlink(path)
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         let address = try controlAddress(path)
         guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 8) == 0 else {
@@ -125,6 +119,16 @@ package final class SessionControlServer: @unchecked Sendable {
             // Wakes a waiting accept(); a request being answered is finished first.
             shutdown(fd, Int32(SHUT_RDWR))
         }
+    }
+
+    /// Throws when another live `route cast` controls `device` (a stale socket is no obstacle).
+    package static func checkFree(for device: MediaDevice) throws {
+        _ = try SessionDirectory.checked()
+        let path = SessionDirectory.socket(for: device)
+        guard FileManager.default.fileExists(atPath: path),
+              (try? ControlClient.send(ControlRequest(command: "describe"), to: path)) != nil else { return }
+        throw RouteError.commandFailed(device: device.name, command: "cast",
+                                       reason: "another `route cast` is already playing there; stop it first (`route stop --to \"\(device.name)\"`)")
     }
 
     /// Closes and removes the socket of a server whose `run()` never started (one made for a move that failed).

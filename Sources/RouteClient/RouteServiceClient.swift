@@ -315,7 +315,8 @@ public final class RouteServiceClient: Sendable {
     /// - Returns: the session moved.
     @discardableResult
     public func move(to device: String, from: String? = nil) async throws -> RemoteSession {
-        let reply = try await manager("Move", [.string(device), .string(from ?? "")])
+        // A move that fails may take its whole 15 s, after finding the device and before the old one plays again.
+        let reply = try await manager("Move", [.string(device), .string(from ?? "")], timeout: .seconds(60))
         guard case .objectPath(let path)? = reply.first else {
             throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "Move returned no session")
         }
@@ -470,15 +471,15 @@ public final class RemoteSession: Sendable {
     /// Leaves the session to the service: it no longer ends when this process leaves the bus.
     public func detach() async throws { _ = try await session("Detach") }
     /// Moves the session to `device` (a name, id or address), as `RouteServiceClient.move(to:from:)` does.
-    public func move(to device: String) async throws { _ = try await session("Move", [.string(device)]) }
+    public func move(to device: String) async throws { _ = try await call(RouteServiceAPI.sessionInterface, "Move", [.string(device)], timeout: .seconds(60)) }
 
     private func session(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(RouteServiceAPI.sessionInterface, method, arguments)
     }
 
-    private func call(_ interface: String, _ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+    private func call(_ interface: String, _ method: String, _ arguments: [DBusValue], timeout: Duration = .seconds(25)) async throws -> [DBusValue] {
         do {
-            return try await bus.call(RouteServiceAPI.busName, path: path, interface: interface, method: method, arguments)
+            return try await bus.call(RouteServiceAPI.busName, path: path, interface: interface, method: method, arguments, timeout: timeout)
         } catch let error as DBusError {
             throw RouteServiceError(error)
         }

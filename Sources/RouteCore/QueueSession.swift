@@ -156,6 +156,9 @@ public actor QueueSession {
     /// The route playing now, if any.
     public var route: MediaRoute? { controller?.route }
 
+    /// The index of the item playing now (or being made ready).
+    public var currentIndex: Int { min(max(0, index), max(0, titles.count - 1)) }
+
     /// Status after every change, starting with the latest.
     public nonisolated func statusUpdates() -> AsyncStream<QueueStatus> { updates.subscribe() }
 
@@ -190,6 +193,11 @@ public actor QueueSession {
     /// returns the next item when it needs another route, nil at the end of the queue.
     private func play(from first: Prepared) async throws -> Prepared? {
         let controller = try await open(first.route)
+        // Stopped while the route opened (a move called off): nothing is loaded.
+        if stopping {
+            await controller.close()
+            return nil
+        }
         self.controller = controller
         handoff = nil
         queued = nil

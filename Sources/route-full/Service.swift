@@ -141,7 +141,7 @@ final class RouteService: Sendable {
 
     /// Mirrors what other controllers play on the desktop (as `route watch` did), and says so (Mirror, Mirrors).
     private func mirror() async {
-        let mirroring = SessionMirroring(router: router, isOurs: { await OwnCasts.play(on: $0) }) { event in
+        let mirroring = SessionMirroring(router: router, isOurs: { await self.plays(on: $0) }) { event in
             let mirror: RouteServiceClient.Mirror
             switch event {
             case .mirroring(let device, let title, let player):
@@ -158,6 +158,14 @@ final class RouteService: Sendable {
             self.emit("Mirror", [value])
         }
         await mirroring.run()
+    }
+
+    /// Whether one of the service's sessions (on its device, or moving to one) or a `route cast` plays on `device`.
+    private func plays(on device: MediaDevice) async -> Bool {
+        let routes = Set(device.routes.map(\.id))
+        let ours = state.withLock { $0.sessions.values.flatMap(\.devices) }
+        if ours.contains(where: { $0.id == device.id || !routes.isDisjoint(with: $0.routes.map(\.id)) }) { return true }
+        return await OwnCasts.play(on: device)
     }
 
     // MARK: Calls
@@ -358,24 +366,26 @@ final class RouteService: Sendable {
     /// The session a move takes: the one playing on the device `query` names, or (no query) the only one, else the
     /// active one (whose device last started playing).
     private func session(playingOn query: String) throws -> ServiceSession {
-        let sessions = state.withLock { Array($0.sessions.values) }
-        guard !sessions.isEmpty else {
+        // Each with its device as it is now: a session may move meanwhile.
+        let playing = state.withLock { Array($0.sessions.values) }.map { (session: $0, device: $0.device) }
+        guard !playing.isEmpty else {
             throw RouteError(.notCasting, "nothing is being cast by the route service, so there is nothing to move; start a cast with `route cast`")
         }
-        let names = sessions.map(\.device.name).sorted()
+        let names = playing.map(\.device.name).sorted()
         let playingOn = names.map { "\"\($0)\"" }.joined(separator: ", ")
         if !query.isEmpty {
-            guard let device = try? DeviceMatcher.pick(query, in: sessions.map(\.device)) else {
+            guard let device = try? DeviceMatcher.pick(query, in: playing.map(\.device)),
+                  let found = playing.first(where: { $0.device.id == device.id }) else {
                 throw RouteError(.notCasting, "no cast of the route service plays on \"\(query)\" (casts play on \(playingOn))", names: names)
             }
-            return sessions.first { $0.device.id == device.id }!
+            return found.session
         }
-        if sessions.count == 1 { return sessions[0] }
-        let playing = sessions.filter { $0.startedPlaying != nil }.max { $0.startedPlaying! < $1.startedPlaying! }
-        guard let playing else {
+        if playing.count == 1 { return playing[0].session }
+        let started = playing.compactMap { entry in entry.session.startedPlaying.map { (entry.session, $0) } }
+        guard let active = started.max(by: { $0.1 < $1.1 }) else {
             throw RouteError(.ambiguousDevice, "casts play on \(playingOn); say which to move with --from NAME", names: names)
         }
-        return playing
+        return active.0
     }
 
     private func play(_ session: ServiceSession) async {

@@ -65,11 +65,14 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let cast = try MovableCast(probes, on: device, router: router, settings: settings, servers: servers)
         for words in notices { cast.say(words) }
         self.cast = cast
-        control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
+        control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session, stop: cast.stop) }
     }
 
     /// The device playing the session now.
     var device: MediaDevice { cast.device }
+
+    /// The devices the session plays on: its device, and the one a move is starting.
+    var devices: [MediaDevice] { cast.devices }
 
     /// The client whose leaving ends the session, if any.
     var owner: String? { state.withLock { $0.owner } }
@@ -82,13 +85,17 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     func move(to device: MediaDevice) async throws {
         let cast = self.cast
         try cast.checkMove(to: device)
-        let control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session) }
-        do { try await cast.move(to: device) } catch {
-            control.discard()
-            throw error
+        // Another cast there is refused before anything moves; the socket is taken once the device plays (taken
+        // before, it would not answer while the device starts, and would be taken for a dead one's).
+        try SessionControlServer.checkFree(for: device)
+        try await cast.move(to: device)
+        do {
+            let control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session, stop: cast.stop) }
+            // The session may have ended meanwhile: then nobody serves the new socket.
+            if case .terminated = moves.continuation.yield(control) { control.discard() }
+        } catch {
+            cast.say("route pause|stop|status --to \(device.name) cannot reach this cast: \(error)")
         }
-        // The session may have ended meanwhile: then nobody serves the new socket.
-        if case .terminated = moves.continuation.yield(control) { control.discard() }
     }
 
     /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
@@ -167,7 +174,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     func end(_ reason: Reason) {
         state.withLock { if $0.ending == nil { $0.ending = reason } }
         let cast = cast
-        Task { try? await cast.session.stop() }
+        Task { try? await cast.stop() }
     }
 
     // MARK: The object
@@ -185,7 +192,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                 case "TogglePause": try await session.togglePause()
                 case "Stop":
                     state.withLock { if $0.ending == nil { $0.ending = .stopped } }
-                    try await session.stop()
+                    try await cast.stop()
                 case "Next": try await session.next()
                 case "Seek": try await session.seek(.absolute(try Self.finite(number, "Seek", 0...1e7)))
                 case "SeekBy": try await session.seek(.relative(try Self.finite(number, "SeekBy", -1e7...1e7)))
