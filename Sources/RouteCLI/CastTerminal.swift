@@ -162,21 +162,39 @@ package struct CastOptions {
     }
 }
 
-/// The interactive device picker shown by `cast` on a terminal when several devices exist.
+/// The terminal's device picker: `cast` on a terminal when several devices exist, and `route pick` without a display.
 package enum Picker {
+    /// Asks on the terminal which device (by number or name), listed as the picker window lists them; `media`'s
+    /// devices alone can be chosen. Nil when the answer is empty (Enter, Ctrl-D): nothing chosen.
+    /// - Throws: `RouteError` for a name that matches no device (or several), one that cannot play `media`.
+    package static func ask(_ heading: String, from devices: [MediaDevice], media: PickMedia? = nil) throws -> MediaDevice? {
+        let entries = PickerList.entries(devices, media: media)
+        printError(heading)
+        for (index, entry) in entries.enumerated() {
+            printError("  \(index + 1)) \(entry.name)  (\(entry.subtitle))")
+        }
+        FileHandle.standardError.write(Data("Number or name (Enter: none): ".utf8))
+        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else { return nil }
+        let ordered = entries.compactMap { entry in devices.first { $0.id == entry.id } }
+        let chosen: MediaDevice
+        if let number = Int(answer), (1...ordered.count).contains(number) {
+            chosen = ordered[number - 1]
+        } else if let computer = DeviceMatcher.thisComputer(answer, in: devices.filter({ $0.routes.contains { $0.provider == MediaRoute.localProvider } })) {
+            chosen = computer
+        } else {
+            chosen = try DeviceMatcher.pick(answer, in: devices)
+        }
+        if let media, !chosen.capabilities.contains(media.capability) {
+            throw RouteError.unsupported(device: chosen.name, what: "play \(media.rawValue)")
+        }
+        return chosen
+    }
+
+    /// `cast`'s question: the device to cast to.
+    /// - Throws: `UsageError` when none was chosen.
     package static func choose(from devices: [MediaDevice]) throws -> MediaDevice {
-        printError("Cast to which device?")
-        for (index, device) in devices.enumerated() {
-            printError("  \(index + 1)) \(DisplayText.clean(device.name))  (\(device.kind.rawValue), \(device.protocols.joined(separator: ", ")))"
-                       + DeviceList.alsoNamed(device))
-        }
-        FileHandle.standardError.write(Data("Number or name: ".utf8))
-        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else {
-            throw UsageError(description: "no device chosen")
-        }
-        if let number = Int(answer), (1...devices.count).contains(number) { return devices[number - 1] }
-        if let computer = DeviceMatcher.thisComputer(answer, in: devices.filter { $0.routes.contains { $0.provider == MediaRoute.localProvider } }) { return computer }
-        return try DeviceMatcher.pick(answer, in: devices)
+        guard let device = try ask("Cast to which device?", from: devices) else { throw UsageError(description: "no device chosen") }
+        return device
     }
 }
 

@@ -37,15 +37,7 @@ package enum CastThroughService {
     /// only device, or the one chosen at the picker.
     private static func deviceQuery(_ parsed: ParsedArguments, client: RouteServiceClient) async throws -> String {
         if let query = parsed["to"] { return query }
-        let timeout = try CommonOptions.timeout(parsed)
-        var devices: [MediaDevice] = []
-        for try await update in client.deviceUpdates() {
-            devices = update.devices
-            if update.listening >= timeout { break }
-            try await Task.sleep(for: .milliseconds(Int((timeout - update.listening) * 1000)))
-            devices = try await client.devices()
-            break
-        }
+        let devices = try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed))
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
         if devices.count == 1 { return devices[0].id }
         guard KeyReader.isAvailable else { throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name)) }

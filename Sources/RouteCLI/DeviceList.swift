@@ -40,6 +40,16 @@ package enum DeviceList {
         return .success
     }
 
+    /// The devices the service knows once it has listened for `timeout` seconds (at once when it has already).
+    package static func heard(by client: RouteServiceClient, within timeout: Double) async throws -> [MediaDevice] {
+        for try await update in client.deviceUpdates() {
+            if update.listening >= timeout { return update.devices }
+            try await Task.sleep(for: .milliseconds(Int((timeout - update.listening) * 1000)))
+            return try await client.devices()
+        }
+        return []
+    }
+
     /// A device's line: its name, kind, protocols and address, and the names its other routes give it.
     package static func line(_ device: MediaDevice) -> String {
         let clean = DisplayText.clean(device.name)

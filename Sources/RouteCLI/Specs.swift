@@ -112,6 +112,23 @@ package enum Specs {
         examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120", "route sink --to Kitchen --detach",
                    "paplay --device=route.<id> song.wav   # what `route sink` prints as the sink's name"])
 
+    package static let pick = CommandSpec(
+        name: "pick", summary: "choose a device: the picker window, or at the terminal", positionals: "",
+        minPositionals: 0, maxPositionals: 0,
+        options: [OptionSpec(name: "media", value: "audio|video|image", help: "devices that cannot play it are shown but cannot be chosen"),
+                  CommonOptions.timeout, CommonOptions.providers, CommonOptions.json,
+                  OptionSpec(name: "terminal", value: nil, help: "ask at the terminal even where a window could open")],
+        details: """
+        Shows the route service's device picker: a window listing the devices as they are found — This computer first,
+        then by name, each with its protocols and what it plays now — in which typing filters, the arrows and Enter
+        choose, and Escape or closing the window chooses nothing. Without a display (DISPLAY, WAYLAND_DISPLAY) or the
+        service, the same list is asked at the terminal (a number or a name; Enter alone: nothing). Prints the choice as
+        NAME<tab>ID (--json: the device as route devices --json gives it) and exits 0; exits 1 with nothing printed when
+        nothing was chosen. Apps ask for the same window with PickDevice (Documentation/DBUS-API.md) or
+        RouteServiceClient.pickDevice(media:).
+        """,
+        examples: ["route pick", "route pick --media video --json", "route cast film.mkv --to \"$(route pick --media video | cut -f2)\""])
+
     package static let move = CommandSpec(
         name: "move", summary: "move what plays to another device, from where it is", positionals: "",
         minPositionals: 0, maxPositionals: 0,

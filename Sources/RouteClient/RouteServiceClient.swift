@@ -323,6 +323,60 @@ public final class RouteServiceClient: Sendable {
         return RemoteSession(bus: bus, path: path)
     }
 
+    /// Shows the service's device picker — a window of its own, over `parentWindow` ("x11:XID") when given — for a
+    /// person to choose a device that can play `media`; returns it, or nil when they closed the picker. The window
+    /// opens on this process's display (DISPLAY, WAYLAND_DISPLAY).
+    /// - Throws: `RouteServiceError` when there is no display, the picker cannot start, or the service stops meanwhile.
+    public func pickDevice(media: PickMedia? = nil, parentWindow: String = "", title: String? = nil) async throws -> MediaDevice? {
+        // Listening before asking: the answer may come at once.
+        let responses = bus.signals(interface: RouteServiceAPI.requestInterface, member: "Response")
+        let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                 arg0: RouteServiceAPI.busName)
+        var options: [String: DBusValue] = [:]
+        if let media { options["media"] = .string(media.rawValue) }
+        if let title { options["title"] = .string(title) }
+        let environment = ProcessInfo.processInfo.environment
+        for (key, variable) in [("display", "DISPLAY"), ("waylandDisplay", "WAYLAND_DISPLAY"), ("xauthority", "XAUTHORITY")] {
+            if let value = environment[variable], !value.isEmpty { options[key] = .string(value) }
+        }
+        let reply = try await manager("PickDevice", [.string(parentWindow), .dictionary(options)])
+        guard case .objectPath(let handle)? = reply.first else {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "PickDevice returned no request")
+        }
+        let answer: (UInt32, [String: DBusValue])? = await withTaskCancellationHandler {
+            await withTaskGroup(of: (UInt32, [String: DBusValue])?.self) { group in
+                group.addTask {
+                    for await signal in responses where signal.path == handle && signal.arguments.count == 2 {
+                        guard case .uint32(let code) = signal.arguments[0], case .dictionary(let results) = signal.arguments[1].unwrapped else { continue }
+                        return (code, results)
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await signal in owners where signal.arguments.count == 3 && signal.arguments[2] == .string("") { return nil }
+                    return nil
+                }
+                defer { group.cancelAll() }
+                return await group.next() ?? nil
+            }
+        } onCancel: {
+            Task { [bus] in _ = try? await bus.call(RouteServiceAPI.busName, path: handle, interface: RouteServiceAPI.requestInterface, method: "Close") }
+        }
+        try Task.checkCancellation()
+        guard let (code, results) = answer else {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service stopped before the picker answered")
+        }
+        switch code {
+        case 0:
+            guard let value = results["device"] else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the picker chose no device") }
+            return try DBusCoding.decode(MediaDevice.self, from: value)
+        case 1: return nil
+        default:
+            let words = results["error"].flatMap { if case .string(let text) = $0.unwrapped { return text }; return nil }
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, words ?? "the picker failed")
+        }
+    }
+
     /// The sessions the service plays now.
     public func sessions() async throws -> [RemoteSession] {
         let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",

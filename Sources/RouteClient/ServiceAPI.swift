@@ -17,6 +17,10 @@ public enum RouteServiceAPI {
     public static let sessionInterface = "io.github.route.Route1.Session"
     /// Sessions are `…/session/N`.
     public static let sessionPathPrefix = "/io/github/route/Route1/session/"
+    /// A PickDevice request's interface (objects under `requestPathPrefix`), as xdg-desktop-portal's Request.
+    public static let requestInterface = "io.github.route.Route1.Request"
+    /// Requests are `…/request/N`.
+    public static let requestPathPrefix = "/io/github/route/Route1/request/"
     /// The version of the interfaces (the manager's `Version` property); a change that breaks a client makes `Route2`.
     public static let version: UInt32 = 1
 
@@ -138,6 +142,10 @@ extension RouteServiceAPI {
           <arg name="sink" type="a{sv}" direction="out"/>
         </method>
         <method name="StopSink"><arg name="device" type="s" direction="in"/></method>
+        <method name="PickDevice">
+          <arg name="parent_window" type="s" direction="in"/><arg name="options" type="a{sv}" direction="in"/>
+          <arg name="handle" type="o" direction="out"/>
+        </method>
         <method name="Move">
           <arg name="device" type="s" direction="in"/><arg name="from" type="s" direction="in"/>
           <arg name="session" type="o" direction="out"/>
@@ -153,6 +161,16 @@ extension RouteServiceAPI {
         <property name="Listening" type="d" access="read"/>
         <property name="Mirrors" type="aa{sv}" access="read"/>
         <property name="Sinks" type="aa{sv}" access="read"/>
+      </interface>
+    </node>
+    """
+
+    /// The introspection of a PickDevice request's object.
+    public static let requestIntrospection = """
+    <node>
+      <interface name="io.github.route.Route1.Request">
+        <method name="Close"/>
+        <signal name="Response"><arg name="response" type="u"/><arg name="results" type="a{sv}"/></signal>
       </interface>
     </node>
     """
@@ -194,4 +212,19 @@ extension RouteServiceAPI {
       </interface>
     </node>
     """
+}
+
+/// The kind of media a device is picked for (`pickDevice(media:)`, PickDevice's option `media`): devices that cannot
+/// play it are listed but cannot be chosen.
+public enum PickMedia: String, CaseIterable, Sendable {
+    case audio, video, image
+
+    /// The capability a device needs for it.
+    public var capability: MediaDevice.Capabilities {
+        switch self {
+        case .audio: .audio
+        case .video: .video
+        case .image: .image
+        }
+    }
 }

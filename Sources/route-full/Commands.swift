@@ -25,6 +25,8 @@ enum RouteCommands {
         case "sink" where parsed.has("detach") || parsed.has("stop"): return try await SinkThroughService.run(parsed)
         case "sink": return try await Sink.run(parsed)
         case "move": return try await MoveThroughService.run(parsed)
+        case "pick" where ServiceMode.applies(parsed): return try await Pick.throughService(parsed)
+        case "pick": return try Pick.inTerminal(try await Devices.heard(parsed), parsed)
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)
         default: return try await Control.run(name, parsed, observe: ObservedStatus.report)

@@ -6,6 +6,16 @@ import MediaRouting
 import RouteCore
 
 enum Devices {
+    /// The devices discovery finds within --timeout, in-process (the terminal picker's list).
+    static func heard(_ parsed: ParsedArguments) async throws -> [MediaDevice] {
+        let (router, providers) = try Providers.router(parsed)
+        let timeout = Providers.discoverNetwork(providers) ? try CommonOptions.timeout(parsed) : 0
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        try? await Task.sleep(for: .milliseconds(Int(timeout * 1000) + 100))
+        return router.devices
+    }
+
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         if ServiceMode.applies(parsed) { return try await DeviceList.throughService(parsed) }
         let (router, providers) = try Providers.router(parsed)

@@ -33,11 +33,14 @@ final class RouteService: Sendable {
     private let servers = MediaServers(log: CLILog.root)
     /// The desktop-audio sinks kept on request.
     private let sinks: ServiceSinks
+    /// The device picker's windows asked for.
+    private let pickers: ServicePickers
 
     init(bus: DBusConnection, router: MediaRouter, providers: [any RouteProvider]) {
         self.bus = bus
         self.router = router
         self.providers = providers
+        pickers = ServicePickers(bus: bus) { id in router.devices.first { $0.id == id } }
         sinks = ServiceSinks(router: router, servers: servers, emit: { event in
             bus.emit(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, signal: "SinkEvent", arguments: [event])
         }, changed: { sinks in
@@ -64,6 +67,7 @@ final class RouteService: Sendable {
             group.addTask { await self.followClients() }
             group.addTask { await self.mirror() }
             group.addTask { await self.sinks.run() }
+            group.addTask { await self.pickers.run() }
             group.addTask {
                 while !Task.isCancelled, !self.bus.isClosed { try? await Task.sleep(for: .seconds(1)) }
                 self.shutDown()
@@ -82,6 +86,7 @@ final class RouteService: Sendable {
     func shutDown() {
         newSessions.continuation.finish()
         sinks.shutDown()
+        pickers.shutDown()
     }
 
     // MARK: Devices
@@ -133,6 +138,7 @@ final class RouteService: Sendable {
                 return state.sessions.values.filter { $0.owner == name }
             }
             for session in owned { session.end(.clientLeft) }
+            pickers.clientLeft(name)
             searchesChanged()
         }
     }
@@ -195,6 +201,9 @@ final class RouteService: Sendable {
             let settings = try Self.sinkSettings(options)
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
             return [try DBusCoding.encode(sink)]
+        case "PickDevice":
+            guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(let options) = arguments[1] else { throw invalid(method) }
+            return [.objectPath(try pickers.start(parent: parent, options: options, sender: sender))]
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
             let session = try self.session(playingOn: from)

@@ -19,6 +19,8 @@ enum ThinRoute {
             return try await SinkThroughService.run(parsed)
         case "move":
             return try await MoveThroughService.run(parsed)
+        case "pick" where ServiceMode.applies(parsed):
+            return try await Pick.throughService(parsed)
         case _ where Specs.controls.contains(where: { $0.command == name }):
             // A cast's own control socket answers; a device no cast of route's plays is observed by route-full.
             return try await Control.run(name, parsed) { _, _ in FullRoute.exec(CommandLine.arguments) }

@@ -1,0 +1,48 @@
+// Pick: `route pick` — a person chooses a device: in the route service's picker window where there is a display, else
+// at the terminal; the choice is printed (name and id, or JSON), and nothing when none was chosen (exit 1).
+
+import Foundation
+import RouteClient
+import RouteCore
+
+package enum Pick {
+    /// Whether the picker is a window: a display (DISPLAY, WAYLAND_DISPLAY), the route service in use, and no --terminal.
+    package static func inWindow(_ parsed: ParsedArguments) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        let display = !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
+        return display && !parsed.has("terminal") && ServiceMode.applies(parsed)
+    }
+
+    /// `route pick` through the service: its window, or (no display) the terminal with the devices it has heard.
+    package static func throughService(_ parsed: ParsedArguments) async throws -> ExitCode {
+        let client = try await ServiceMode.connect()
+        let media = try parsed["media"].map(PickMedia.init(option:))
+        if inWindow(parsed) { return say(try await client.pickDevice(media: media), parsed) }
+        return try inTerminal(try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed)), parsed)
+    }
+
+    /// The terminal picker over `devices`.
+    /// - Throws: `SetupError` when there is no terminal to ask on either.
+    package static func inTerminal(_ devices: [MediaDevice], _ parsed: ParsedArguments) throws -> ExitCode {
+        guard KeyReader.isAvailable else {
+            throw SetupError(description: "route pick needs a display (DISPLAY, WAYLAND_DISPLAY) with the route service, or a terminal to ask on")
+        }
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
+        let media = try parsed["media"].map(PickMedia.init(option:))
+        return say(try Picker.ask("Which device?", from: devices, media: media), parsed)
+    }
+
+    /// Prints the choice — `NAME<tab>ID`, or the device as `route devices --json` gives it — and its exit code: 0, or 1
+    /// with nothing printed when none was chosen.
+    private static func say(_ device: MediaDevice?, _ parsed: ParsedArguments) -> ExitCode {
+        guard let device else { return .failure }
+        if parsed.has("json"), let text = try? JSONOutput.string(device) {
+            print(text)
+        } else {
+            // Each part cleaned on its own: the tab between them stays.
+            print(DisplayText.clean(device.name) + "\t" + DisplayText.clean(device.id))
+        }
+        fflush(nil)
+        return .success
+    }
+}

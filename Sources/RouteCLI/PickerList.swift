@@ -1,0 +1,72 @@
+// PickerList: what the device picker lists, shared by its window and the terminal picker — This computer first, then
+// by name; an icon per kind; the protocols and what each device plays now; greyed what cannot play the kind asked for.
+
+import Foundation
+import RouteClient
+import RouteCore
+
+extension PickMedia {
+    /// Parses `--media`'s value.
+    /// - Throws: `UsageError` naming the kinds.
+    package init(option text: String) throws {
+        guard let media = PickMedia(rawValue: text.lowercased()) else {
+            throw UsageError(description: "--media takes audio, video or image, not \"\(text)\"")
+        }
+        self = media
+    }
+}
+
+/// One row of the picker: a device, as a person sees it.
+package struct PickerEntry: Equatable, Sendable {
+    package var id: String
+    package var name: String
+    /// Its protocols, what it plays now, and why it cannot be chosen.
+    package var subtitle: String
+    /// An icon name of the freedesktop icon theme.
+    package var icon: String
+    /// What typing filters on: every name of the device and its protocols.
+    package var search: String
+    package var choosable: Bool
+}
+
+/// The picker's rows for a list of devices.
+package enum PickerList {
+    /// `devices` as rows: This computer first, then by name; `playing` says what each device (by id) plays now;
+    /// a device that cannot play `media` is listed but not choosable.
+    package static func entries(_ devices: [MediaDevice], playing: [String: String] = [:], media: PickMedia? = nil) -> [PickerEntry] {
+        let sorted = devices.sorted { first, second in
+            let (firstLocal, secondLocal) = (isThisComputer(first), isThisComputer(second))
+            if firstLocal != secondLocal { return firstLocal }
+            return first.name.localizedStandardCompare(second.name) == .orderedAscending
+        }
+        return sorted.map { device in
+            var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
+            let others = device.names.filter { $0 != device.name }
+            if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
+            if let title = playing[device.id] { parts.append("playing \(title)") }
+            let choosable = media.map { device.capabilities.contains($0.capability) } ?? true
+            if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
+            return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
+                               icon: icon(for: device), search: (device.names + device.protocols).joined(separator: " "), choosable: choosable)
+        }
+    }
+
+    /// What a person calls the built-in providers' protocols.
+    private static let protocolNames = ["local": "this computer's screen and speakers", "upnp": "DLNA", "cast": "Google Cast", "mpd": "MPD"]
+
+    /// The freedesktop icon for the device's kind.
+    package static func icon(for device: MediaDevice) -> String {
+        switch device.kind {
+        case .computer: "computer"
+        case .tv: "video-display"
+        case .speaker: "audio-speakers"
+        case .receiver: "multimedia-player"
+        case .group: "network-workgroup"
+        case .other: "multimedia-player"
+        }
+    }
+
+    private static func isThisComputer(_ device: MediaDevice) -> Bool {
+        device.routes.contains { $0.provider == MediaRoute.localProvider }
+    }
+}

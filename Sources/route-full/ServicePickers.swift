@@ -1,0 +1,200 @@
+// ServicePickers: the device picker requests the route service answers (PickDevice), as xdg-desktop-portal answers
+// its own: each call gets a request object whose Response signal carries the choice (0 and the device) or says it was
+// cancelled (1) or failed (2). The window is route-picker, a process of its own: a fault in GTK never takes the
+// service or its sessions down.
+
+import Foundation
+import RouteClient
+import RouteCore
+import RouteGIO
+import Synchronization
+
+/// The picker requests under way.
+final class ServicePickers: Sendable {
+    private let bus: DBusConnection
+    private let device: @Sendable (String) -> MediaDevice?
+    private let requests = AsyncStream<PickRequest>.makeStream()
+    private let state = Mutex<(next: Int, open: [String: PickRequest])>((1, [:]))
+
+    /// Requests on `bus`; `device` finds a device by id (the one the window reports).
+    init(bus: DBusConnection, device: @escaping @Sendable (String) -> MediaDevice?) {
+        self.bus = bus
+        self.device = device
+    }
+
+    /// The window's program: route-picker beside this executable (a build), or beside it in PREFIX/lib/route.
+    static var program: String {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("route-picker").path
+    }
+
+    /// Starts a request from `sender` for a window over `parent` with `options`; returns its object's path.
+    /// - Throws: `DBusError` (InvalidArgs) for an option that is not one, or when the bus refuses the object.
+    func start(parent: String, options: [String: DBusValue], sender: String) throws -> String {
+        var arguments: [String] = [], environment = ProcessInfo.processInfo.environment
+        for (key, value) in options {
+            guard case .string(let text) = value.unwrapped else { throw Self.invalid(key) }
+            switch key {
+            case "media":
+                guard ["audio", "video", "image"].contains(text) else { throw Self.invalid(key) }
+                arguments += ["--media", text]
+            case "title": arguments += ["--title", text]
+            case "display": environment["DISPLAY"] = text
+            case "waylandDisplay": environment["WAYLAND_DISPLAY"] = text
+            case "xauthority": environment["XAUTHORITY"] = text
+            default: throw Self.invalid(key)
+            }
+        }
+        if !parent.isEmpty { arguments += ["--parent", parent] }
+        let number = state.withLock { state in defer { state.next += 1 }; return state.next }
+        let request = PickRequest(path: RouteServiceAPI.requestPathPrefix + String(number), sender: sender, arguments: arguments,
+                                  environment: environment)
+        try request.publish(on: bus)
+        state.withLock { $0.open[request.path] = request }
+        requests.continuation.yield(request)
+        return request.path
+    }
+
+    /// Runs each request's window until it answers, until cancelled (then every window is closed).
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await request in requests.stream {
+                group.addTask {
+                    await request.run(on: self.bus, device: self.device)
+                    _ = self.state.withLock { $0.open.removeValue(forKey: request.path) }
+                }
+            }
+        }
+    }
+
+    /// Closes the windows a client that left the bus asked for.
+    func clientLeft(_ name: String) {
+        for request in state.withLock({ Array($0.open.values) }) where request.sender == name { request.close() }
+    }
+
+    /// No more requests; those under way end as their windows close.
+    func shutDown() {
+        requests.continuation.finish()
+        for request in state.withLock({ Array($0.open.values) }) { request.close() }
+    }
+
+    private static func invalid(_ key: String) -> DBusError {
+        DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "PickDevice: the option \(key) takes "
+            + (["media": "audio, video or image", "title": "a string", "display": "an X display (:0)",
+                "waylandDisplay": "a Wayland display (wayland-0)", "xauthority": "a path"][key] ?? "nothing: there is no such option"))
+    }
+}
+
+/// One PickDevice request: its object on the bus and its window's process.
+final class PickRequest: Sendable, DBusObjectHandler {
+    let path: String
+    /// The client that asked.
+    let sender: String
+    private let arguments: [String]
+    private let environment: [String: String]
+    private struct State {
+        var registration: DBusRegistration?
+        var process: Process?
+        /// Closed by its client (Close) or the service: no Response.
+        var closed = false
+    }
+    private let state = Mutex(State())
+
+    init(path: String, sender: String, arguments: [String], environment: [String: String]) {
+        self.path = path
+        self.sender = sender
+        self.arguments = arguments
+        self.environment = environment
+    }
+
+    /// Puts the request's object on the bus (before its path is handed out).
+    func publish(on bus: DBusConnection) throws {
+        let registration = try bus.export(path: path, introspectionXML: RouteServiceAPI.requestIntrospection, handler: self)
+        state.withLock { $0.registration = registration }
+    }
+
+    /// Runs the window until it answers, then says what it answered (Response) unless closed, and leaves the bus.
+    func run(on bus: DBusConnection, device: @Sendable (String) -> MediaDevice?) async {
+        let (response, results) = await withTaskCancellationHandler {
+            await answer(device: device)
+        } onCancel: {
+            close()
+        }
+        let (closed, registration) = state.withLock { ($0.closed, $0.registration) }
+        if !closed {
+            bus.emit(path: path, interface: RouteServiceAPI.requestInterface, signal: "Response",
+                     arguments: [.uint32(response), .dictionary(results)])
+        }
+        registration?.end()
+    }
+
+    /// The window's answer: 0 and the device chosen, 1 (closed, Escape), or 2 and why it failed.
+    private func answer(device: @Sendable (String) -> MediaDevice?) async -> (UInt32, [String: DBusValue]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ServicePickers.program)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            let launched = try state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                try process.run()
+                state.process = process
+                return true
+            }
+            guard launched else { return (1, [:]) }
+        } catch {
+            try? output.fileHandleForReading.close()
+            try? output.fileHandleForWriting.close()
+            return (2, ["error": .string("the picker window could not be started (\(ServicePickers.program)): \(error)")])
+        }
+        // Its one line, and its end, off the cooperative pool.
+        let (data, status): (Data, Int32) = await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                try? output.fileHandleForReading.close()
+                try? output.fileHandleForWriting.close()
+                done.resume(returning: (data, process.terminationStatus))
+            }
+        }
+        let id = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        switch (status, process.terminationReason) {
+        case (0, .exit) where !id.isEmpty:
+            guard let chosen = device(id), let value = try? DBusCoding.encode(chosen) else {
+                return (2, ["error": .string("the device chosen (\(id)) has gone from the network")])
+            }
+            return (0, ["device": value])
+        case (1, .exit): return (1, [:])
+        case (3, .exit): return (2, ["error": .string("there is no display to show the picker on (DISPLAY, WAYLAND_DISPLAY)")])
+        default:
+            return (2, ["error": .string("the picker window ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(status)")])
+        }
+    }
+
+    /// Ends the window, without a Response.
+    func close() {
+        let process = state.withLock { state -> Process? in
+            state.closed = true
+            return state.process
+        }
+        if let process, process.isRunning { process.terminate() }
+    }
+
+    func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
+        guard method == "Close" else {
+            reply(.failure(DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")))
+            return
+        }
+        close()
+        reply(.success([]))
+    }
+
+    func property(interface: String, name: String) -> DBusValue? { nil }
+
+    func setProperty(interface: String, name: String, value: DBusValue) throws {
+        throw DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
+    }
+}

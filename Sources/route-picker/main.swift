@@ -1,0 +1,98 @@
+// route-picker: the device picker window, in a process of its own (the route service starts it for a PickDevice
+// request, so that a fault in the window never takes the service down). It lists the service's devices live, with
+// what each plays; prints the chosen device's id and exits 0, or exits 1 when closed or Escape is pressed, 3 without a
+// display. Options: --media audio|video|image, --parent WINDOW ("x11:XID"), --title TEXT.
+
+import CPickerShim
+import Foundation
+import RouteCLI
+import RouteClient
+import RouteCore
+import Synchronization
+
+/// What the window reports, set once on GTK's thread.
+final class PickerOutcome: Sendable {
+    let chosen = Mutex<String?>(nil)
+    let started = Date()
+}
+
+var options: [String: String] = [:]
+var arguments = CommandLine.arguments.dropFirst()
+while let name = arguments.popFirst() {
+    guard name.hasPrefix("--"), let value = arguments.popFirst() else {
+        printError("route-picker: usage: route-picker [--media audio|video|image] [--parent WINDOW] [--title TEXT]")
+        exit(2)
+    }
+    options[String(name.dropFirst(2))] = value
+}
+let media: PickMedia?
+do { media = try options["media"].map(PickMedia.init(option:)) } catch {
+    printError("route-picker: \(error)")
+    exit(2)
+}
+guard route_picker_init() else {
+    printError("route-picker: no display to open a window on (DISPLAY and WAYLAND_DISPLAY)")
+    exit(3)
+}
+
+let outcome = PickerOutcome()
+let context = Unmanaged.passRetained(outcome).toOpaque()
+let title = options["title"] ?? media.map { "Play \($0.rawValue == "audio" ? "sound" : $0 == .image ? "pictures" : "a video") on…" } ?? "Play on a device"
+let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
+    let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
+    outcome.chosen.withLock { $0 = id.map { String(cString: $0) } }
+}, { context in
+    let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
+    let now = Date()
+    printError(String(format: "route-picker: first device shown at %.3f, %.0f ms after start", now.timeIntervalSince1970,
+                      now.timeIntervalSince(outcome.started) * 1000))
+}, context)
+
+/// The window, for the task that follows the devices.
+final class PickerWindow: @unchecked Sendable {
+    // Safety: route_picker_set_rows may be called from any thread (it copies and hands the rows to GTK's).
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
+let window = PickerWindow(picker!)
+
+/// Hands the rows to the window (copied there).
+func show(_ entries: [PickerEntry], in window: PickerWindow) {
+    var strings: [UnsafeMutablePointer<CChar>?] = []
+    defer { strings.forEach { free($0) } }
+    func keep(_ text: String) -> UnsafePointer<CChar>? {
+        let copy = strdup(text)
+        strings.append(copy)
+        return UnsafePointer(copy)
+    }
+    let rows = entries.map { entry in
+        RoutePickerRow(id: keep(entry.id), name: keep(entry.name), subtitle: keep(entry.subtitle), icon: keep(entry.icon),
+                       search: keep(entry.search), choosable: entry.choosable)
+    }
+    rows.withUnsafeBufferPointer { route_picker_set_rows(window.pointer, $0.baseAddress, Int32($0.count)) }
+}
+
+/// Follows the service's devices and what its sessions play, and shows them; a service that cannot be reached is
+/// said on stderr (the service's log).
+let following = Task.detached { [window, media] in
+    do {
+        let client = try await RouteServiceClient.connect()
+        var playing: [String: String] = [:]
+        for try await update in client.deviceUpdates() {
+            playing = [:]
+            for session in (try? await client.sessions()) ?? [] {
+                if let status = try? await session.status() { playing[status.device.id] = status.title }
+            }
+            show(PickerList.entries(update.devices, playing: playing, media: media), in: window)
+        }
+    } catch {
+        printError("route-picker: \(error)")
+    }
+}
+
+route_picker_run(picker)
+following.cancel()
+guard let chosen = outcome.chosen.withLock({ $0 }) else { exit(1) }
+print(chosen)
+fflush(nil)
+exit(0)

@@ -1,0 +1,145 @@
+// PickerLabTests: `route pick` in the route service's picker window, under Xvfb with the accessibility bus — the rows
+// as a screen reader reads them (AT-SPI), the keyboard (xdotool: typing filters, Enter chooses, Escape cancels), a
+// device that cannot play the kind asked for greyed; and the terminal picker where there is no display.
+
+import Foundation
+import RouteTestSupport
+import Testing
+
+/// An X server (Xvfb) and the accessibility bus of a session bus, for GUI tests; `stop()` ends them.
+final class GUISession: Sendable {
+    let display: String
+    private let xvfb: Process
+    private let accessibility: Process
+    private let bus: PrivateSessionBus
+
+    init(bus: PrivateSessionBus) async throws {
+        self.bus = bus
+        // A display number of this test's own (Xvfb's socket is in /tmp/.X11-unix, shared with other tests).
+        var number = 90 + Int(getpid() % 200)
+        while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") { number += 1 }
+        display = ":\(number)"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+        server.arguments = [display, "-nolisten", "tcp", "-screen", "0", "800x600x24"]
+        // Not the test's output: a server that outlived the test would hold it open.
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        xvfb = server
+        let socket = "/tmp/.X11-unix/X\(number)"
+        try await Lab.until("Xvfb listens on \(display)", within: 10) { FileManager.default.fileExists(atPath: socket) }
+        // The accessibility bus under the session's XDG_RUNTIME_DIR (a path socket, reachable from every namespace).
+        let launcher = Process()
+        launcher.executableURL = URL(fileURLWithPath: "/usr/libexec/at-spi-bus-launcher")
+        launcher.arguments = ["--launch-immediately"]
+        launcher.environment = ProcessInfo.processInfo.environment.merging(bus.environment.merging(["XDG_RUNTIME_DIR": bus.directory]) { $1 }) { $1 }
+        launcher.standardOutput = FileHandle.nullDevice
+        launcher.standardError = FileHandle.nullDevice
+        try launcher.run()
+        accessibility = launcher
+        try await Lab.until("the accessibility bus is on the session bus", within: 10) {
+            try bus.tool("gdbus", ["call", "--session", "--dest", "org.a11y.Bus", "--object-path", "/org/a11y/bus",
+                                   "--method", "org.a11y.Bus.GetAddress"]).status == 0
+        }
+    }
+
+    /// What a GTK app and an AT-SPI reader need: the display, the session bus, cairo drawing (no software GL).
+    var environment: [String: String] {
+        bus.environment.merging(["DISPLAY": display, "GSK_RENDERER": "cairo", "XDG_RUNTIME_DIR": bus.directory]) { $1 }
+    }
+
+    /// The picker's rows as Tests/LabTools/picker-rows reads them, once one names `text`.
+    func rows(until text: String) throws -> [[String: Any]] {
+        let tool = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/picker-rows").path
+        let output = try Lab.tool("/usr/bin/env", environment.map { "\($0.key)=\($0.value)" } + [tool, "--until", text, "--timeout", "15"])
+        return output.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Keys to the picker window (found by its title), as a person types them.
+    func keys(_ arguments: [String], window title: String = "^Play") throws {
+        // Focused first, then typed as a keyboard types (XTEST), not sent to the window (synthetic events).
+        let focus = try Lab.tool("/usr/bin/env", ["DISPLAY=\(display)", "timeout", "10", "xdotool", "search", "--sync", "--onlyvisible",
+                                                  "--name", title, "windowfocus", "--sync"])
+        let result = try Lab.tool("/usr/bin/env", ["DISPLAY=\(display)", "timeout", "10", "xdotool"] + arguments)
+        if focus.status != 0 || result.status != 0 { Issue.record("xdotool \(arguments.joined(separator: " ")): \(focus.text) \(result.text)") }
+    }
+
+    func stop() {
+        // at-spi2-registryd detaches from the launcher and outlives it: ended by the pid its bus (the accessibility
+        // bus, whose address the session bus gives) says owns its name.
+        if let reply = try? bus.tool("gdbus", ["call", "--session", "--dest", "org.a11y.Bus", "--object-path", "/org/a11y/bus",
+                                              "--method", "org.a11y.Bus.GetAddress"]).text,
+           let address = reply.split(separator: "'").dropFirst().first,
+           let owner = try? Lab.tool("/usr/bin/gdbus", ["call", "--address", String(address), "--dest", "org.freedesktop.DBus",
+                                                       "--object-path", "/org/freedesktop/DBus", "--method",
+                                                       "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.a11y.atspi.Registry"]).text,
+           let pid = Int32(owner.filter(\.isNumber).dropFirst(2)) {
+            kill(pid, SIGTERM)
+        }
+        for process in [accessibility, xvfb] where process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            waitForExit(process, seconds: 5)
+        }
+    }
+}
+
+extension LabTests {
+    @Suite struct PickerLabTests {
+        @Test func theWindowListsTheLabsDevicesAndTheKeyboardChoosesOrCancels() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try Lab.control("start-mpd")
+            defer { try? Lab.control("stop-mpd") }
+            try await withSessionBus { bus in
+                let gui = try await GUISession(bus: bus)
+                defer { gui.stop() }
+                try await inSandbox { sandbox in
+                    let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                    let service = try sandbox.start(["service", "--providers", "upnp,mpd,local"], environment: gui.environment)
+                    try await Lab.until("the service lists the renderer and MPD", within: 15) {
+                        let listed = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
+                                                            "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
+                        return listed.contains("'Lab Renderer'") && listed.contains("'Lab MPD")
+                    }
+
+                    // A video: This computer first, then by name; MPD (sound only) shown but not choosable.
+                    let pick = try sandbox.start(["pick", "--media", "video"], environment: environment)
+                    let rows = try gui.rows(until: "Lab Renderer")
+                    let names = rows.compactMap { $0["name"] as? String }
+                    #expect(names.first?.hasPrefix("This computer, ") == true, "\(rows)")
+                    let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA") == true }, "\(rows)")
+                    #expect(renderer["enabled"] as? Bool == true)
+                    let mpd = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab MPD") == true }, "\(rows)")
+                    #expect(mpd["enabled"] as? Bool == false && (mpd["name"] as? String)?.contains("cannot play video") == true, "\(mpd)")
+                    // Typing filters; Enter chooses the first that can be chosen.
+                    try gui.keys(["type", "--delay", "20", "renderer"])
+                    try gui.keys(["key", "Return"])
+                    let chosen = await pick.finish(within: 10)
+                    #expect(chosen.status == 0 && chosen.stdout == "Lab Renderer\tupnp:uuid:0e9a4c1a-7a51-4b63-9d55-1abcde000001\n", "\(chosen)\nthe service said: \(service.stderr)")
+
+                    // The arrows, and --json.
+                    let json = try sandbox.start(["pick", "--json"], environment: environment)
+                    _ = try gui.rows(until: "Lab MPD")
+                    try gui.keys(["key", "Down", "Down", "Return"])
+                    let listed = await json.finish(within: 10)
+                    #expect(listed.status == 0 && listed.stdout.contains("\"name\" : \"Lab Renderer\"") && listed.stdout.contains("\"id\" : "), "\(listed)")
+
+                    // Escape: nothing chosen, nothing printed, exit 1.
+                    let escaped = try sandbox.start(["pick"], environment: environment)
+                    _ = try gui.rows(until: "This computer")
+                    try gui.keys(["key", "Escape"])
+                    let cancelled = await escaped.finish(within: 10)
+                    #expect(cancelled.status == 1 && cancelled.stdout.isEmpty, "\(cancelled)")
+
+                    // No display: the terminal picker, which without a terminal says what it needs.
+                    let headless = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": ""]) { $1 })
+                    #expect(headless.status == 1 && headless.stderr.contains("route pick needs a display"), "\(headless)")
+
+                    kill(service.pid, SIGTERM)
+                    _ = await service.finish(within: 10)
+                }
+            }
+        }
+    }
+}
