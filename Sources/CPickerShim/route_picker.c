@@ -3,8 +3,10 @@
 // and an accessible name on every row.
 #include "route_picker.h"
 
+#include <glib-unix.h>
 #include <gtk/gtk.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef GDK_WINDOWING_X11
 #include <gdk/x11/gdkx.h>
 #endif
@@ -20,6 +22,7 @@ struct RoutePicker {
     char *parent;
     bool finished;
     bool drawn;
+    bool watching_frames;
 };
 
 typedef struct {
@@ -118,10 +121,15 @@ static gboolean close_requested(GtkWindow *window, gpointer data) {
 static gboolean first_frame(GtkWidget *widget, GdkFrameClock *clock, gpointer data) {
     (void)widget, (void)clock;
     RoutePicker *picker = data;
-    GtkListBoxRow *row = gtk_list_box_get_row_at_index(GTK_LIST_BOX(picker->list), 0);
-    if (row == NULL || !gtk_widget_get_mapped(GTK_WIDGET(row))) return G_SOURCE_CONTINUE;
+    // Any row on screen (the first may be filtered out).
+    bool mapped = false;
+    GtkListBoxRow *row;
+    for (int index = 0; !mapped && (row = gtk_list_box_get_row_at_index(GTK_LIST_BOX(picker->list), index)) != NULL; index++) {
+        mapped = gtk_widget_get_mapped(GTK_WIDGET(row));
+    }
+    if (!mapped) return G_SOURCE_CONTINUE;
+    if (!picker->drawn && picker->shown) picker->shown(picker->context);
     picker->drawn = true;
-    if (picker->shown) picker->shown(picker->context);
     return G_SOURCE_REMOVE;
 }
 
@@ -197,7 +205,10 @@ static gboolean apply_rows(gpointer data) {
     gtk_list_box_invalidate_filter(list);
     if (reselect && row_available(reselect)) gtk_list_box_select_row(list, reselect);
     else select_from(picker, 0, 1);
-    if (update->count > 0 && !picker->drawn) gtk_widget_add_tick_callback(picker->list, first_frame, picker, NULL);
+    if (update->count > 0 && !picker->drawn && !picker->watching_frames) {
+        picker->watching_frames = true;
+        gtk_widget_add_tick_callback(picker->list, first_frame, picker, NULL);
+    }
     free_update(update);
     return G_SOURCE_REMOVE;
 }
@@ -216,6 +227,24 @@ static void realized(GtkWidget *window, gpointer data) {
     (void)window, (void)picker;
 #endif
 }
+
+static gboolean cancelled(gpointer data) {
+    finish(data, NULL, "because the route service could not be reached");
+    return G_SOURCE_REMOVE;
+}
+
+void route_picker_cancel(RoutePicker *picker) { g_idle_add(cancelled, picker); }
+
+static gboolean hangup(gint fd, GIOCondition condition, gpointer data) {
+    char buffer[64];
+    if ((condition & (G_IO_HUP | G_IO_ERR)) || read(fd, buffer, sizeof buffer) <= 0) {
+        finish(data, NULL, "because the route service went away");
+        return G_SOURCE_REMOVE;
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+void route_picker_close_on_hangup(RoutePicker *picker, int fd) { g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR, hangup, picker); }
 
 bool route_picker_init(void) {
     g_set_prgname("route-picker");

@@ -47,7 +47,7 @@ package enum PickerList {
             let choosable = media.map { device.capabilities.contains($0.capability) } ?? true
             if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
             return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
-                               icon: icon(for: device), search: (device.names + device.protocols).joined(separator: " "), choosable: choosable)
+                               icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "), choosable: choosable)
         }
     }
 

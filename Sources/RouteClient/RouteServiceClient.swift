@@ -60,8 +60,11 @@ public final class RouteServiceClient: Sendable {
     /// The device list as it changes: the service searches the network actively while the stream is read (a
     /// lease that ends when it is dropped or this process leaves the bus). The first element is the list now, with
     /// how many seconds the service has been listening (a list after 3 s of listening holds what answers).
+    /// It ends with an error when the service leaves the bus.
     public func deviceUpdates() -> AsyncThrowingStream<(devices: [MediaDevice], listening: Double), any Error> {
         let signals = bus.signals(sender: nil, path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface)
+        let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                 arg0: RouteServiceAPI.busName)
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
@@ -69,9 +72,20 @@ public final class RouteServiceClient: Sendable {
                     let started = ContinuousClock.now
                     let listening = reply.count > 1 ? { if case .double(let seconds) = reply[1] { return seconds }; return 0 }() : 0
                     continuation.yield((try Self.devices(from: reply.first), listening))
-                    for await signal in signals where signal.name.hasPrefix("Device") {
-                        let elapsed = (ContinuousClock.now - started) / .seconds(1)
-                        continuation.yield((try await devices(), listening + elapsed))
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for await signal in signals where signal.name.hasPrefix("Device") {
+                                let elapsed = (ContinuousClock.now - started) / .seconds(1)
+                                continuation.yield((try await self.devices(), listening + elapsed))
+                            }
+                        }
+                        group.addTask {
+                            for await signal in owners where signal.arguments.count == 3 && signal.arguments[2] == .string("") {
+                                throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service stopped")
+                            }
+                        }
+                        defer { group.cancelAll() }
+                        try await group.next()
                     }
                     continuation.finish()
                 } catch {

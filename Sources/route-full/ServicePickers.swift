@@ -31,7 +31,11 @@ final class ServicePickers: Sendable {
     /// Starts a request from `sender` for a window over `parent` with `options`; returns its object's path.
     /// - Throws: `DBusError` (InvalidArgs) for an option that is not one, or when the bus refuses the object.
     func start(parent: String, options: [String: DBusValue], sender: String) throws -> String {
-        var arguments: [String] = [], environment = ProcessInfo.processInfo.environment
+        var arguments: [String] = ["--close-on-hangup", "stdin"], environment = ProcessInfo.processInfo.environment
+        // The caller's display, whole: none of the service's own (a Wayland display GTK would prefer, its X authority).
+        if options.keys.contains(where: { ["display", "waylandDisplay", "xauthority"].contains($0) }) {
+            for variable in ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "GDK_BACKEND"] { environment[variable] = nil }
+        }
         for (key, value) in options {
             guard case .string(let text) = value.unwrapped else { throw Self.invalid(key) }
             switch key {
@@ -85,6 +89,30 @@ final class ServicePickers: Sendable {
     }
 }
 
+/// A process's end, waited for once: whether it came before or after the wait began.
+private final class Exit: Sendable {
+    private let state = Mutex<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func happened() {
+        let waiter = state.withLock { state in
+            state.ended = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { waiter in
+            let ended = state.withLock { state in
+                if !state.ended { state.waiter = waiter }
+                return state.ended
+            }
+            if ended { waiter.resume() }
+        }
+    }
+}
+
 /// One PickDevice request: its object on the bus and its window's process.
 final class PickRequest: Sendable, DBusObjectHandler {
     let path: String
@@ -97,6 +125,8 @@ final class PickRequest: Sendable, DBusObjectHandler {
         var process: Process?
         /// Closed by its client (Close) or the service: no Response.
         var closed = false
+        /// Its answer is decided (a Close after it changes nothing).
+        var answered = false
     }
     private let state = Mutex(State())
 
@@ -120,7 +150,10 @@ final class PickRequest: Sendable, DBusObjectHandler {
         } onCancel: {
             close()
         }
-        let (closed, registration) = state.withLock { ($0.closed, $0.registration) }
+        let (closed, registration) = state.withLock { state in
+            state.answered = true
+            return (state.closed, state.registration)
+        }
         if !closed {
             bus.emit(path: path, interface: RouteServiceAPI.requestInterface, signal: "Response",
                      arguments: [.uint32(response), .dictionary(results)])
@@ -134,9 +167,17 @@ final class PickRequest: Sendable, DBusObjectHandler {
         process.executableURL = URL(fileURLWithPath: ServicePickers.program)
         process.arguments = arguments
         process.environment = environment
-        process.standardInput = FileHandle.nullDevice
+        // Its stdin's other end stays here until it has answered: if the service dies, the window goes with it.
+        let lifeline = Pipe()
+        process.standardInput = lifeline
         let output = Pipe()
         process.standardOutput = output
+        let exited = Exit()
+        process.terminationHandler = { _ in exited.happened() }
+        defer {
+            try? lifeline.fileHandleForWriting.close()
+            try? lifeline.fileHandleForReading.close()
+        }
         do {
             let launched = try state.withLock { state -> Bool in
                 guard !state.closed else { return false }
@@ -150,16 +191,18 @@ final class PickRequest: Sendable, DBusObjectHandler {
             try? output.fileHandleForWriting.close()
             return (2, ["error": .string("the picker window could not be started (\(ServicePickers.program)): \(error)")])
         }
-        // Its one line, and its end, off the cooperative pool.
-        let (data, status): (Data, Int32) = await withCheckedContinuation { done in
-            DispatchQueue.global().async {
+        // Its one line, read on a thread of its own (not the cooperative pool's), and its end.
+        let data: Data = await withCheckedContinuation { done in
+            Thread {
                 let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
                 try? output.fileHandleForReading.close()
                 try? output.fileHandleForWriting.close()
-                done.resume(returning: (data, process.terminationStatus))
-            }
+                done.resume(returning: data)
+            }.start()
         }
+        // Not cancellable: a window being closed (SIGTERM, then SIGKILL) ends soon, and only an ended one has a status.
+        await exited.wait()
+        let status = process.terminationStatus
         let id = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         switch (status, process.terminationReason) {
         case (0, .exit) where !id.isEmpty:
@@ -169,18 +212,22 @@ final class PickRequest: Sendable, DBusObjectHandler {
             return (0, ["device": value])
         case (1, .exit): return (1, [:])
         case (3, .exit): return (2, ["error": .string("there is no display to show the picker on (DISPLAY, WAYLAND_DISPLAY)")])
+        case (4, .exit): return (2, ["error": .string("the picker window could not reach the route service")])
         default:
             return (2, ["error": .string("the picker window ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(status)")])
         }
     }
 
-    /// Ends the window, without a Response.
+    /// Ends the window, without a Response (unless its answer is decided already): SIGTERM, then SIGKILL after 2 s.
     func close() {
         let process = state.withLock { state -> Process? in
-            state.closed = true
+            if !state.answered { state.closed = true }
             return state.process
         }
-        if let process, process.isRunning { process.terminate() }
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + 2) { if process.isRunning { kill(pid, SIGKILL) } }
     }
 
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {

@@ -1,7 +1,8 @@
 // route-picker: the device picker window, in a process of its own (the route service starts it for a PickDevice
 // request, so that a fault in the window never takes the service down). It lists the service's devices live, with
 // what each plays; prints the chosen device's id and exits 0, or exits 1 when closed or Escape is pressed, 3 without a
-// display. Options: --media audio|video|image, --parent WINDOW ("x11:XID"), --title TEXT.
+// display, 4 when the service cannot be reached or leaves. Options: --media audio|video|image, --parent WINDOW
+// ("x11:XID"), --title TEXT, --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
 
 import CPickerShim
 import Foundation
@@ -13,8 +14,18 @@ import Synchronization
 /// What the window reports, set once on GTK's thread.
 final class PickerOutcome: Sendable {
     let chosen = Mutex<String?>(nil)
+    /// The service could not be reached, or left.
+    let lost = Mutex(false)
     let started = Date()
 }
+
+// The service that starts us ignores and blocks the signals it handles itself, and a child keeps both across exec:
+// SIGTERM must end the window (Close, a client that left, the service stopping).
+for number in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { signal(number, SIG_DFL) }
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+for number in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&unblocked, number) }
+pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
 
 var options: [String: String] = [:]
 var arguments = CommandLine.arguments.dropFirst()
@@ -55,6 +66,7 @@ final class PickerWindow: @unchecked Sendable {
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }
 let window = PickerWindow(picker!)
+if options["close-on-hangup"] == "stdin" { route_picker_close_on_hangup(picker, STDIN_FILENO) }
 
 /// Hands the rows to the window (copied there).
 func show(_ entries: [PickerEntry], in window: PickerWindow) {
@@ -72,11 +84,11 @@ func show(_ entries: [PickerEntry], in window: PickerWindow) {
     rows.withUnsafeBufferPointer { route_picker_set_rows(window.pointer, $0.baseAddress, Int32($0.count)) }
 }
 
-/// Follows the service's devices and what its sessions play, and shows them; a service that cannot be reached is
-/// said on stderr (the service's log).
+/// Follows the service's devices and what its sessions play, and shows them; when the service cannot be reached or
+/// leaves, the window closes (exit 4) and says why on stderr (the service's log).
 let following = Task.detached { [window, media] in
     do {
-        let client = try await RouteServiceClient.connect()
+        let client = try await RouteServiceClient.connect(starting: nil)
         var playing: [String: String] = [:]
         for try await update in client.deviceUpdates() {
             playing = [:]
@@ -85,14 +97,21 @@ let following = Task.detached { [window, media] in
             }
             show(PickerList.entries(update.devices, playing: playing, media: media), in: window)
         }
+        // The window has answered (its end cancels this), or the service has gone.
+        if Task.isCancelled { return }
+        printError("route-picker: the route service left the bus")
+    } catch is CancellationError {
+        return
     } catch {
         printError("route-picker: \(error)")
     }
+    outcome.lost.withLock { $0 = true }
+    route_picker_cancel(window.pointer)
 }
 
 route_picker_run(picker)
 following.cancel()
-guard let chosen = outcome.chosen.withLock({ $0 }) else { exit(1) }
+guard let chosen = outcome.chosen.withLock({ $0 }) else { exit(outcome.lost.withLock { $0 } ? 4 : 1) }
 print(chosen)
 fflush(nil)
 exit(0)

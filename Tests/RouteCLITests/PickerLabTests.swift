@@ -27,26 +27,35 @@ final class GUISession: Sendable {
         server.standardError = FileHandle.nullDevice
         try server.run()
         xvfb = server
-        let socket = "/tmp/.X11-unix/X\(number)"
-        try await Lab.until("Xvfb listens on \(display)", within: 10) { FileManager.default.fileExists(atPath: socket) }
-        // The accessibility bus under the session's XDG_RUNTIME_DIR (a path socket, reachable from every namespace).
+        // The accessibility bus under the session's XDG_RUNTIME_DIR (a path socket, reachable from every namespace),
+        // announced on Xvfb's display, not on any other.
         let launcher = Process()
         launcher.executableURL = URL(fileURLWithPath: "/usr/libexec/at-spi-bus-launcher")
         launcher.arguments = ["--launch-immediately"]
-        launcher.environment = ProcessInfo.processInfo.environment.merging(bus.environment.merging(["XDG_RUNTIME_DIR": bus.directory]) { $1 }) { $1 }
+        launcher.environment = ProcessInfo.processInfo.environment.merging(bus.environment.merging(
+            ["XDG_RUNTIME_DIR": bus.directory, "DISPLAY": display, "WAYLAND_DISPLAY": ""]) { $1 }) { $1 }
         launcher.standardOutput = FileHandle.nullDevice
         launcher.standardError = FileHandle.nullDevice
-        try launcher.run()
         accessibility = launcher
-        try await Lab.until("the accessibility bus is on the session bus", within: 10) {
-            try bus.tool("gdbus", ["call", "--session", "--dest", "org.a11y.Bus", "--object-path", "/org/a11y/bus",
-                                   "--method", "org.a11y.Bus.GetAddress"]).status == 0
+        do {
+            let socket = "/tmp/.X11-unix/X\(number)"
+            try await Lab.until("Xvfb listens on \(display)", within: 10) { FileManager.default.fileExists(atPath: socket) }
+            try launcher.run()
+            try await Lab.until("the accessibility bus is on the session bus", within: 10) {
+                try bus.tool("gdbus", ["call", "--session", "--dest", "org.a11y.Bus", "--object-path", "/org/a11y/bus",
+                                       "--method", "org.a11y.Bus.GetAddress"]).status == 0
+            }
+        } catch {
+            stop()
+            throw error
         }
     }
 
     /// What a GTK app and an AT-SPI reader need: the display, the session bus, cairo drawing (no software GL).
     var environment: [String: String] {
-        bus.environment.merging(["DISPLAY": display, "GSK_RENDERER": "cairo", "XDG_RUNTIME_DIR": bus.directory]) { $1 }
+        // Only Xvfb: not a Wayland display or an X authority the runner may have.
+        bus.environment.merging(["DISPLAY": display, "WAYLAND_DISPLAY": "", "XAUTHORITY": "", "GSK_RENDERER": "cairo",
+                                 "XDG_RUNTIME_DIR": bus.directory]) { $1 }
     }
 
     /// The picker's rows as Tests/LabTools/picker-rows reads them, once one names `text`.
@@ -75,10 +84,11 @@ final class GUISession: Sendable {
                                                        "--object-path", "/org/freedesktop/DBus", "--method",
                                                        "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.a11y.atspi.Registry"]).text,
            let pid = Int32(owner.filter(\.isNumber).dropFirst(2)) {
-            kill(pid, SIGTERM)
+            kill(pid, SIGKILL)
         }
+        // SIGKILL: a child Foundation starts has SIGTERM blocked.
         for process in [accessibility, xvfb] where process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
+            kill(process.processIdentifier, SIGKILL)
             waitForExit(process, seconds: 5)
         }
     }
@@ -132,12 +142,54 @@ extension LabTests {
                     let cancelled = await escaped.finish(within: 10)
                     #expect(cancelled.status == 1 && cancelled.stdout.isEmpty, "\(cancelled)")
 
+                    // An app in Python asks for the picker (PickDevice), and the device chosen plays its file.
+                    let wav = sandbox.root + "/tone.wav"
+                    try gstLaunch("audiotestsrc num-buffers=\(20 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(wav))")
+                    let app = Process()
+                    app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                    app.arguments = [RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path, wav]
+                    app.environment = ProcessInfo.processInfo.environment.merging(gui.environment) { $1 }
+                    let appOutput = Pipe()
+                    app.standardOutput = appOutput
+                    app.standardError = appOutput
+                    app.standardInput = FileHandle.nullDevice
+                    try app.run()
+                    _ = try gui.rows(until: "Lab Renderer")
+                    try gui.keys(["type", "--delay", "20", "renderer"])
+                    try gui.keys(["key", "Return"])
+                    waitForExit(app, seconds: 30)
+                    if app.isRunning {
+                        app.terminate()
+                        waitForExit(app, seconds: 5)
+                    }
+                    let said = String(decoding: appOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    try? appOutput.fileHandleForReading.close()
+                    #expect(app.terminationStatus == 0 && said.contains(": playing"), "\(said)")
+                    try await Lab.until("the renderer plays the app's file", within: 5) { try Lab.transportState() == "PLAYING" }
+                    _ = try Lab.soap("AVTransport", "Stop")
+
                     // No display: the terminal picker, which without a terminal says what it needs.
                     let headless = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": ""]) { $1 })
                     #expect(headless.status == 1 && headless.stderr.contains("route pick needs a display"), "\(headless)")
 
+                    // A client that leaves takes its window with it; the service stops with a window open.
+                    let left = try sandbox.start(["pick"], environment: environment)
+                    _ = try gui.rows(until: "This computer")
+                    kill(left.pid, SIGKILL)
+                    _ = await left.finish(within: 5)
+                    try await Lab.until("the window of a client that left is gone", within: 5) {
+                        try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
+                    }
+                    let open = try sandbox.start(["pick"], environment: environment)
+                    _ = try gui.rows(until: "This computer")
                     kill(service.pid, SIGTERM)
-                    _ = await service.finish(within: 10)
+                    let stopped = await service.finish(within: 10)
+                    #expect(!stopped.signaled || stopped.status == 143, "\(stopped)")
+                    let answered = await open.finish(within: 10)
+                    #expect(answered.status != 0 && answered.stdout.isEmpty, "\(answered)")
+                    try await Lab.until("the window goes with the service", within: 5) {
+                        try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
+                    }
                 }
             }
         }

@@ -40,6 +40,13 @@ RoutePicker *route_picker_new(const char *title, const char *parent, RoutePicker
 /// Replaces the rows, keeping the selected one selected. From any thread: applied on GTK's.
 void route_picker_set_rows(RoutePicker *picker, const RoutePickerRow *rows, int count);
 
+/// Closes the window as cancelled, from any thread (the service cannot be reached).
+void route_picker_cancel(RoutePicker *picker);
+
+/// Closes the window as cancelled when `fd` reaches its end or hangs up (the service that started the picker keeps the
+/// other end of its stdin, and the kernel closes it when the service dies).
+void route_picker_close_on_hangup(RoutePicker *picker, int fd);
+
 /// Shows the window and runs GTK until a row is chosen or the window is closed; `done` has been called by then.
 void route_picker_run(RoutePicker *picker);
 
