@@ -15,20 +15,21 @@ package enum Pick {
 
     /// `route pick` through the service: its window, or (no display) the terminal with the devices it has heard.
     package static func throughService(_ parsed: ParsedArguments) async throws -> ExitCode {
-        let client = try await ServiceMode.connect()
         let media = try parsed["media"].map(PickMedia.init(option:))
+        let client = try await ServiceMode.connect()
         if inWindow(parsed) { return say(try await client.pickDevice(media: media), parsed) }
-        return try inTerminal(try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed)), parsed)
+        return try await inTerminal(parsed) { try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed)) }
     }
 
-    /// The terminal picker over `devices`.
+    /// The terminal picker over the devices `heard` finds (asked only once there is a terminal to ask on).
     /// - Throws: `SetupError` when there is no terminal to ask on either.
-    package static func inTerminal(_ devices: [MediaDevice], _ parsed: ParsedArguments) throws -> ExitCode {
+    package static func inTerminal(_ parsed: ParsedArguments, heard: () async throws -> [MediaDevice]) async throws -> ExitCode {
+        let media = try parsed["media"].map(PickMedia.init(option:))
         guard KeyReader.isAvailable else {
             throw SetupError(description: "route pick needs a display (DISPLAY, WAYLAND_DISPLAY) with the route service, or a terminal to ask on")
         }
+        let devices = try await heard()
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
-        let media = try parsed["media"].map(PickMedia.init(option:))
         return say(try Picker.ask("Which device?", from: devices, media: media), parsed)
     }
 

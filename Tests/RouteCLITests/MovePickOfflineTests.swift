@@ -1,0 +1,23 @@
+// MovePickOfflineTests: `route move` and `route pick` where the route service is not in use (no session bus, or
+// ROUTE_SERVICE=off): each says in one line what it needs, with its exit code, rather than waiting or guessing.
+
+import Foundation
+import RouteTestSupport
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct MovePickOfflineTests {
+    @Test(arguments: [["ROUTE_SERVICE": "off"], [:]])
+    func withoutTheServiceMoveAndPickSayWhatTheyNeed(environment: [String: String]) async throws {
+        try await inSandbox { sandbox in
+            let move = try await sandbox.run(["move", "--to", "this"], environment: environment)
+            #expect(move.status == 4 && move.stderr.contains("a cast made without it cannot be moved") && move.stdout.isEmpty, "\(move)")
+            let unnamed = try await sandbox.run(["move"], environment: environment)
+            #expect(unnamed.status == 2 && unnamed.stderr.contains("route move needs --to DEVICE"), "\(unnamed)")
+            // In-process, no terminal to ask on and no display: one line, exit 1, nothing printed.
+            let pick = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": "", "WAYLAND_DISPLAY": ""]) { $1 })
+            #expect(pick.status == 1 && pick.stderr.contains("route pick needs a display") && pick.stdout.isEmpty, "\(pick)")
+            let media = try await sandbox.run(["pick", "--media", "smell"], environment: environment)
+            #expect(media.status == 2 && media.stderr.contains("--media takes audio, video or image"), "\(media)")
+        }
+    }
+}
