@@ -85,12 +85,6 @@ public enum CastSources {
         return CastQueue(entries: reader.entries, notices: reader.notices)
     }
 
-    /// File extensions of media, by kind: what a folder's files are judged by before they are probed.
-    public static let audioExtensions: Set<String> = ["mp3", "flac", "ogg", "oga", "opus", "m4a", "aac", "wav", "aif", "aiff",
-                                                      "wma", "ape", "wv", "mka", "alac", "mp2", "ac3", "dsf"]
-    public static let videoExtensions: Set<String> = ["mp4", "m4v", "mkv", "webm", "avi", "mov", "mpg", "mpeg", "ts", "m2ts",
-                                                      "wmv", "flv", "3gp", "ogv", "vob"]
-    public static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "bmp"]
     /// Playlist file extensions.
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls", "xspf"]
 
@@ -213,15 +207,15 @@ struct SourceReader {
             files.append((path, URL(fileURLWithPath: name).pathExtension.lowercased()))
         }
         // Pictures beside music are its cover art, not items: the one called cover/folder/front, else the first.
-        let hasMusic = files.contains { CastSources.audioExtensions.contains($0.ext) }
-        let pictures = files.filter { CastSources.imageExtensions.contains($0.ext) }.map(\.path)
+        let hasMusic = files.contains { MediaFileKind.audioExtensions.contains($0.ext) }
+        let pictures = files.filter { MediaFileKind.imageExtensions.contains($0.ext) }.map(\.path)
         let art = hasMusic ? (pictures.first { Self.isCoverName($0) } ?? pictures.first) : nil
         for (path, ext) in files {
             if folders.contains(path) {
                 if options.recursive { collect(path, skipped: &skipped) }
-            } else if CastSources.audioExtensions.contains(ext) || CastSources.videoExtensions.contains(ext) {
-                entries.append(QueueEntry(path, artwork: CastSources.audioExtensions.contains(ext) ? art : nil))
-            } else if CastSources.imageExtensions.contains(ext) {
+            } else if MediaFileKind.audioExtensions.contains(ext) || MediaFileKind.videoExtensions.contains(ext) {
+                entries.append(QueueEntry(path, artwork: MediaFileKind.audioExtensions.contains(ext) ? art : nil))
+            } else if MediaFileKind.imageExtensions.contains(ext) {
                 if !hasMusic { entries.append(QueueEntry(path)) }
             } else {
                 skipped.append(URL(fileURLWithPath: path).lastPathComponent)

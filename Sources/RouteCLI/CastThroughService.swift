@@ -11,10 +11,14 @@ package enum CastThroughService {
     /// `detach` until the device plays.
     package static func run(_ parsed: ParsedArguments, options: CastOptions, detach: Bool) async throws -> ExitCode {
         if parsed["providers"] != nil {
-            throw UsageError(description: "--detach casts through the route service, which runs its own providers; drop --providers")
+            throw UsageError(description: "--\(parsed.has("pick") ? "pick" : "detach") casts through the route service, which runs its own providers; drop --providers")
         }
+        if parsed.has("pick"), parsed["to"] != nil { throw UsageError(description: "--pick chooses the device: drop --to, or --pick") }
         let client = try await ServiceMode.connect()
-        let device = try await deviceQuery(parsed, client: client)
+        guard let device = try await deviceQuery(parsed, client: client) else {
+            printError("route cast: no device was chosen; nothing plays")
+            return .failure
+        }
         let settings = options.settings
         let subtitles: String? = switch settings.subtitles { case .off: ""; case .file(let path): path; case .automatic: nil }
         var castOptions = RouteServiceClient.CastOptions(via: settings.via, subtitles: subtitles, imageDuration: settings.imageDuration / .seconds(1),
@@ -33,10 +37,14 @@ package enum CastThroughService {
         return try await CastTerminal.drive(cast, device: status.device) { try await cast.run() }
     }
 
-    /// What names the device for the service: `--to` as given (the service finds it as `route cast` would), else the
-    /// only device, or the one chosen at the picker.
-    private static func deviceQuery(_ parsed: ParsedArguments, client: RouteServiceClient) async throws -> String {
+    /// What names the device for the service: `--to` as given (the service finds it as `route cast` would); with
+    /// `--pick` the one chosen in the picker window (nil: none was); else the only device, or the one chosen at the
+    /// terminal's picker.
+    private static func deviceQuery(_ parsed: ParsedArguments, client: RouteServiceClient) async throws -> String? {
         if let query = parsed["to"] { return query }
+        if parsed.has("pick"), Pick.displayExists {
+            return try await client.pickDevice(media: PickMedia(askedBy: parsed.positionals))?.id
+        }
         let devices = try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed))
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
         if devices.count == 1 { return devices[0].id }

@@ -8,9 +8,13 @@ import RouteCore
 package enum Pick {
     /// Whether the picker is a window: a display (DISPLAY, WAYLAND_DISPLAY), the route service in use, and no --terminal.
     package static func inWindow(_ parsed: ParsedArguments) -> Bool {
+        displayExists && !parsed.has("terminal") && ServiceMode.applies(parsed)
+    }
+
+    /// Whether there is a display to show a window on (DISPLAY or WAYLAND_DISPLAY).
+    package static var displayExists: Bool {
         let environment = ProcessInfo.processInfo.environment
-        let display = !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
-        return display && !parsed.has("terminal") && ServiceMode.applies(parsed)
+        return !(environment["DISPLAY"] ?? "").isEmpty || !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty
     }
 
     /// `route pick` through the service: its window, or (no display) the terminal with the devices it has heard.

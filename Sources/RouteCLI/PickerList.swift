@@ -14,6 +14,16 @@ extension PickMedia {
         }
         self = media
     }
+
+    /// What a cast of `sources` asks the picker for: the one kind all its files are of; nil when they are of several
+    /// kinds, or folders, playlists or URLs (whose kinds show only once read).
+    package init?(askedBy sources: [String]) {
+        let kinds = Set(sources.map { source -> PickMedia? in
+            CastSourceKinds.isURL(source) || CastSourceKinds.isFolderOrPlaylist(source) ? nil : PickMedia(path: source)
+        })
+        guard kinds.count == 1, let kind = kinds.first ?? nil else { return nil }
+        self = kind
+    }
 }
 
 /// One row of the picker: a device, as a person sees it.

@@ -2,6 +2,8 @@
 // share — signals set up, help, parsing, and one line and an exit code for every error.
 
 import Foundation
+import RouteClient
+
 /// route's commands and their dispatch: help, parsing, and every error as one line on stderr and an exit code.
 package enum RouteCommandLine {
     /// Every command, in the order `route --help` lists them.
@@ -29,8 +31,10 @@ package enum RouteCommandLine {
             printError("route: unknown command \"\(name)\"; commands: \(commands.map(\.name).joined(separator: ", "))")
             return .usage
         }
+        var parsed: ParsedArguments?
         do {
-            let parsed = try spec.parse(Array(arguments.dropFirst()))
+            parsed = try spec.parse(Array(arguments.dropFirst()))
+            guard let parsed else { return .usage }
             if parsed.has("help") { print(spec.help); return .success }
             switch name {
             case "completion": return try Completion.run(parsed)
@@ -39,7 +43,20 @@ package enum RouteCommandLine {
             }
         } catch {
             printError("route \(name): \(error)")
+            if let parsed, parsed.has("pick"), isatty(STDERR_FILENO) == 0 { await notify(error, of: name, parsed) }
             return ExitCode(for: error)
+        }
+    }
+
+    /// Shows a failed command's error as a desktop notification: started from the desktop (`route cast --pick` by
+    /// "Play on a device…"), route has no terminal to say it on. Best effort: the line on stderr stays.
+    private static func notify(_ error: any Error, of name: String, _ parsed: ParsedArguments) async {
+        let what = parsed.positionals.count == 1 ? "\"\(URL(fileURLWithPath: parsed.positionals[0]).lastPathComponent)\""
+            : "\(parsed.positionals.count) items"
+        do {
+            try await DesktopNotification.show(summary: "Could not play \(what)", body: "\(error)")
+        } catch {
+            printError("route \(name): the desktop's notifications could not be reached either: \(error)")
         }
     }
 

@@ -24,7 +24,8 @@ package enum Specs {
                   OptionSpec(name: "loop", value: nil, help: "start the queue again after its last item, until stopped"),
                   OptionSpec(name: "start", value: "POSITION", help: "start the first item at POSITION (90, 1:30, 1:02:03)"),
                   OptionSpec(name: "resume", value: nil, help: "start each item where it stopped last time"),
-                  OptionSpec(name: "detach", value: nil, help: "return once the device plays and leave the cast to the route service")],
+                  OptionSpec(name: "detach", value: nil, help: "return once the device plays and leave the cast to the route service"),
+                  OptionSpec(name: "pick", value: nil, help: "choose the device in the route service's picker window (what the desktop's \"Play on a device…\" runs)")],
         details: """
         Plays files; the media files of a folder in natural order ("2 b" before "10 c"; pictures beside music are its
         cover art; --recursive descends); playlists (.m3u, .m3u8, .pls, .xspf; paths relative to the playlist, absolute
@@ -47,12 +48,15 @@ package enum Specs {
         Casting to "This computer" or to an address starts no network discovery.
         With --detach, the route service (`route service`) plays the queue: route returns once the device plays, and
         route pause|stop|status --to DEVICE, the desktop's media controls and apps control it.
+        With --pick, the device is chosen in the route service's picker window (the terminal's picker where there is no
+        display); devices that cannot play the files' kind are greyed. Closing the picker casts nothing (exit 1). When
+        there is no terminal (the file manager's "Play on a device…"), an error shows as a desktop notification too.
         """,
         examples: [
             "route cast song.flac", "route cast movie.mkv --to \"Living Room\"",
             "route cast *.mp3 --to this", "route cast talk.wav --to 10.0.0.5:49494",
             "route cast film.mkv --to \"Living Room TV\" --subtitles film.en.srt", "route cast song.flac --to 10.0.0.7:8009",
-            "route cast album/*.flac --to Kitchen --detach",
+            "route cast album/*.flac --to Kitchen --detach", "route cast film.mkv --pick --detach",
             "route cast ~/Music/Album --to Kitchen --shuffle --loop", "route cast party.m3u --to Kitchen",
             "route cast https://example.com/talk.mp4 --to \"Living Room\"", "route cast film.mkv --to TV --resume",
         ])

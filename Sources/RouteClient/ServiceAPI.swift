@@ -216,15 +216,4 @@ extension RouteServiceAPI {
 
 /// The kind of media a device is picked for (`pickDevice(media:)`, PickDevice's option `media`): devices that cannot
 /// play it are listed but cannot be chosen.
-public enum PickMedia: String, CaseIterable, Sendable {
-    case audio, video, image
-
-    /// The capability a device needs for it.
-    public var capability: MediaDevice.Capabilities {
-        switch self {
-        case .audio: .audio
-        case .video: .video
-        case .image: .image
-        }
-    }
-}
+public typealias PickMedia = MediaFileKind

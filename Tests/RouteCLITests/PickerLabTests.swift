@@ -4,6 +4,7 @@
 
 import Foundation
 import RouteTestSupport
+import Synchronization
 import Testing
 
 /// An X server (Xvfb) and the accessibility bus of a session bus, for GUI tests; `stop()` ends them.
@@ -94,6 +95,58 @@ final class GUISession: Sendable {
     }
 }
 
+/// The desktop's notification server on a session bus (Tests/LabTools/notification-server): what it has been asked to
+/// show; `stop()` ends it.
+final class NotificationServer: Sendable {
+    private let process: Process
+    private let output: String
+    private let taken = Mutex(0)
+
+    init(bus: PrivateSessionBus, root: String) throws {
+        output = root + "/notifications.txt"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/notification-server").path)
+        server.environment = ProcessInfo.processInfo.environment.merging(bus.environment) { $1 }
+        server.standardInput = FileHandle.nullDevice
+        server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        server.standardError = server.standardOutput
+        try server.run()
+        process = server
+        let deadline = Date().addingTimeInterval(10)
+        while lines().first != "ready" {
+            guard Date() < deadline, server.isRunning else {
+                stop()
+                throw ToolFailed(description: "the notification server did not start: \(lines())")
+            }
+            usleep(50_000)
+        }
+    }
+
+    private func lines() -> [String] {
+        ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Every notification shown so far, oldest first.
+    var received: [[String: Any]] {
+        lines().dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// The next notification not yet returned, waiting for it up to `seconds`.
+    func next(within seconds: Double) async throws -> [String: Any] {
+        try await Lab.until("a notification", within: seconds) { received.count > taken.withLock { $0 } }
+        return taken.withLock { count in
+            count += 1
+            return received[count - 1]
+        }
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        waitForExit(process, seconds: 5)
+    }
+}
+
 extension LabTests {
     @Suite struct PickerLabTests {
         @Test func theWindowListsTheLabsDevicesAndTheKeyboardChoosesOrCancels() async throws {
@@ -107,11 +160,7 @@ extension LabTests {
                 try await inSandbox { sandbox in
                     let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                     let service = try sandbox.start(["service", "--providers", "upnp,mpd,local"], environment: gui.environment)
-                    try await Lab.until("the service lists the renderer and MPD", within: 15) {
-                        let listed = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
-                                                            "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
-                        return listed.contains("'Lab Renderer'") && listed.contains("'Lab MPD")
-                    }
+                    try await Self.until(bus, lists: ["'Lab Renderer'", "'Lab MPD"])
 
                     // A video: This computer first, then by name; MPD (sound only) shown but not choosable.
                     let pick = try sandbox.start(["pick", "--media", "video"], environment: environment)
@@ -191,6 +240,117 @@ extension LabTests {
                         try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
                     }
                 }
+            }
+        }
+
+        @Test func playOnADeviceFromTheFileManagerCastsTheFilesAsAQueue() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                let gui = try await GUISession(bus: bus)
+                defer { gui.stop() }
+                try await inSandbox { sandbox in
+                    // Installed as `make install` installs it; valid; what GIO (the file manager's Open With) lists.
+                    let prefix = sandbox.root + "/prefix"
+                    let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
+                                               ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
+                    #expect(install.status == 0, "\(install.text)")
+                    let entry = prefix + "/share/applications/io.github.route.PlayOn.desktop"
+                    let validated = try Lab.tool("/usr/bin/desktop-file-validate", [entry])
+                    #expect(validated.status == 0 && validated.text.isEmpty, "\(validated.text)")
+                    let text = try String(contentsOfFile: entry, encoding: .utf8)
+                    #expect(text.contains("Exec=\(prefix)/bin/route cast --pick --detach %F") && text.contains("Name=Play on a device…"), "\(text)")
+                    for type in ["video/mp4", "audio/flac", "audio/x-wav", "image/jpeg"] {
+                        let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
+                        #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
+                    }
+
+                    let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
+                    try await Self.until(bus, lists: ["'Lab Renderer'"])
+                    let notifications = try NotificationServer(bus: bus, root: sandbox.root)
+                    defer { notifications.stop() }
+
+                    // Two songs chosen in the file manager, opened with the entry as a file manager opens it (gio
+                    // launch): the picker asks, Enter chooses, the renderer plays them as a queue, the session on MPRIS.
+                    let first = sandbox.root + "/first song.wav", second = sandbox.root + "/second song.wav"
+                    for path in [first, second] {
+                        try gstLaunch("audiotestsrc num-buffers=\(30 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
+                    }
+                    let launch = try Self.launch(entry, [first, second], sandbox: sandbox, gui: gui, prefix: prefix)
+                    let rows = try gui.rows(until: "Lab Renderer")
+                    #expect(rows.contains { ($0["name"] as? String)?.hasPrefix("This computer") == true }, "\(rows)")
+                    try gui.keys(["type", "--delay", "20", "renderer"])
+                    try gui.keys(["key", "Return"])
+                    try await Lab.until("the renderer plays the first song", within: 20) {
+                        try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("first song")
+                    }
+                    waitForExit(launch, seconds: 10)
+                    let said = (try? String(contentsOfFile: sandbox.root + "/launched.txt", encoding: .utf8)) ?? ""
+                    #expect(!launch.isRunning && launch.terminationStatus == 0, "gio launch: \(said)")
+                    try await Lab.until("route, started by the entry, has returned", within: 10) {
+                        try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
+                    }
+                    #expect(said.contains("Lab Renderer plays \"first song\""), "\(said)")
+                    let player = try #require(try bus.routePlayers().first, "an MPRIS player for the session")
+                    #expect(try bus.playerctl("-p", player, "metadata", "title") == "first song")
+                    _ = try bus.playerctl("-p", player, "next")
+                    try await Lab.until("the queue goes on to the second song", within: 10) {
+                        try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("second song")
+                    }
+                    #expect(try bus.playerctl("-p", player, "metadata", "title") == "second song")
+                    _ = try bus.playerctl("-p", player, "stop")
+                    try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+
+                    // A file that is not media: no picker, a desktop notification says why (no terminal to say it on).
+                    let broken = try sandbox.file("broken.mp4", "")
+                    let failed = try Self.launch(entry, [broken], sandbox: sandbox, gui: gui, prefix: prefix)
+                    waitForExit(failed, seconds: 10)
+                    let notice = try await notifications.next(within: 10)
+                    #expect(notice["summary"] as? String == "Could not play \"broken.mp4\"" && (notice["body"] as? String)?.contains("empty") == true,
+                            "\(notice)")
+                    #expect(try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0, "no picker for a file that cannot play")
+
+                    // Closing the picker plays nothing and says nothing.
+                    let closed = try Self.launch(entry, [first], sandbox: sandbox, gui: gui, prefix: prefix)
+                    _ = try gui.rows(until: "Lab Renderer")
+                    try gui.keys(["key", "Escape"])
+                    waitForExit(closed, seconds: 10)
+                    try await Lab.until("route, started by the entry, has returned", within: 10) {
+                        try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
+                    }
+                    #expect(try Lab.transportState() == "STOPPED")
+                    #expect(notifications.received.count == 1, "nothing more to say: \(notifications.received)")
+                    kill(service.pid, SIGTERM)
+                    _ = await service.finish(within: 10)
+                }
+            }
+        }
+
+        /// Opens `files` with the desktop entry as a file manager does (`gio launch`), in the sandbox's environment with
+        /// the GUI session's display and bus; gio's and route's output go to launched.txt.
+        private static func launch(_ entry: String, _ files: [String], sandbox: Sandbox, gui: GUISession, prefix: String) throws -> Process {
+            let output = sandbox.root + "/launched.txt"
+            if !FileManager.default.fileExists(atPath: output) { _ = FileManager.default.createFile(atPath: output, contents: nil) }
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+            handle.seekToEndOfFile()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/gio")
+            process.arguments = ["launch", entry] + files
+            process.environment = sandbox.environment(gui.environment.merging(["ROUTE_PROVIDERS": "", "XDG_DATA_HOME": prefix + "/share"]) { $1 })
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            try handle.close()
+            return process
+        }
+
+        /// Waits until the service's Devices property names every one of `names` (as gdbus prints them).
+        private static func until(_ bus: PrivateSessionBus, lists names: [String]) async throws {
+            try await Lab.until("the service lists \(names.joined(separator: ", "))", within: 15) {
+                let listed = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
+                                                    "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
+                return names.allSatisfy { listed.contains($0) }
             }
         }
     }

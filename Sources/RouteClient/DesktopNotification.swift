@@ -1,0 +1,29 @@
+// DesktopNotification: a message in the desktop's notification area (org.freedesktop.Notifications) — how route says
+// what went wrong when it was started from the desktop, with no terminal to print on.
+
+import Foundation
+import RouteGIO
+
+/// A notification shown by the desktop's notification server.
+public enum DesktopNotification {
+    /// Shows `summary` and `body` (plain text) with `icon` (a freedesktop icon name), from the app "route".
+    /// - Throws: `RouteServiceError` when there is no session bus or no notification server on it.
+    public static func show(summary: String, body: String, icon: String = "dialog-error") async throws {
+        let bus: DBusConnection
+        do { bus = try DBusConnection.session() } catch let error as DBusError {
+            throw RouteServiceError(name: "org.freedesktop.DBus.Error.NoServer", error.message)
+        }
+        // The body is markup where the server supports it: what route says is text.
+        let text = body.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+        do {
+            _ = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                                   interface: "org.freedesktop.Notifications", method: "Notify",
+                                   [.string("route"), .uint32(0), .string(icon), .string(summary), .string(text), .strings([]),
+                                    .dictionary(["desktop-entry": .string("io.github.route.PlayOn")]), .int32(-1)],
+                                   timeout: .seconds(5))
+        } catch let error as DBusError {
+            throw RouteServiceError(name: error.name, error.message)
+        }
+    }
+}
