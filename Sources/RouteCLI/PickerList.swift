@@ -37,13 +37,16 @@ package struct PickerEntry: Equatable, Sendable {
     /// What typing filters on: every name of the device and its protocols.
     package var search: String
     package var choosable: Bool
+    /// What a session of the route service plays on the device (which the picker can move), nil when none does.
+    package var sessionTitle: String?
 }
 
 /// The picker's rows for a list of devices.
 package enum PickerList {
-    /// `devices` as rows: This computer first, then by name; `playing` says what each device (by id) plays now;
-    /// a device that cannot play `media` is listed but not choosable.
-    package static func entries(_ devices: [MediaDevice], playing: [String: String] = [:], media: PickMedia? = nil) -> [PickerEntry] {
+    /// `devices` as rows: This computer first, then by name; `playing` says what each device (by id) plays now, in a
+    /// session of the service's or another controller's; a device that cannot play `media` is listed but not choosable.
+    package static func entries(_ devices: [MediaDevice], playing: [String: RouteServiceClient.Playing] = [:],
+                                media: PickMedia? = nil) -> [PickerEntry] {
         let sorted = devices.sorted { first, second in
             let (firstLocal, secondLocal) = (isThisComputer(first), isThisComputer(second))
             if firstLocal != secondLocal { return firstLocal }
@@ -53,11 +56,13 @@ package enum PickerList {
             var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
             let others = device.names.filter { $0 != device.name }
             if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
-            if let title = playing[device.id] { parts.append("playing \(title)") }
+            let now = playing[device.id]
+            if let now { parts.append(now.session == nil ? "another app plays \(now.title)" : "playing \(now.title)") }
             let choosable = media.map { device.capabilities.contains($0.capability) } ?? true
             if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
             return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
-                               icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "), choosable: choosable)
+                               icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "),
+                               choosable: choosable, sessionTitle: now.flatMap { $0.session == nil ? nil : DisplayText.clean($0.title) })
         }
     }
 

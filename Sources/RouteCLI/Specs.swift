@@ -125,7 +125,9 @@ package enum Specs {
         details: """
         Shows the route service's device picker: a window listing the devices as they are found — This computer first,
         then by name, each with its protocols and what it plays now — in which typing filters, the arrows and Enter
-        choose, and Escape or closing the window chooses nothing. Without a display (DISPLAY, WAYLAND_DISPLAY) or the
+        choose, and Escape or closing the window chooses nothing. A device that plays a cast of the service's offers
+        "Move…" (Ctrl+M on its row): the window then asks where to, moves the cast to the device chosen and says so, and
+        goes on picking. Another app's cast shows as "another app plays …". Without a display (DISPLAY, WAYLAND_DISPLAY) or the
         service, the same list is asked at the terminal (a number or a name; Enter alone: nothing). Prints the choice as
         NAME<tab>ID (--json: the device as route devices --json gives it) and exits 0; exits 1 with nothing printed when
         nothing was chosen. Apps ask for the same window with PickDevice (Documentation/DBUS-API.md) or
@@ -136,7 +138,7 @@ package enum Specs {
     package static let move = CommandSpec(
         name: "move", summary: "move what plays to another device, from where it is", positionals: "",
         minPositionals: 0, maxPositionals: 0,
-        options: [OptionSpec(name: "to", value: "DEVICE", help: "the device to move to: name (exact, unique prefix or close), id, or address"),
+        options: [OptionSpec(name: "to", value: "DEVICE", help: "the device to move to: name (exact, unique prefix or close), id, or address (default: chosen in the picker window)"),
                   OptionSpec(name: "from", value: "DEVICE", help: "the device whose cast moves (default: the only cast, else the one that last started playing)"),
                   CommonOptions.json],
         details: """
@@ -146,8 +148,11 @@ package enum Specs {
         and names the new device. While the new device starts, the old one is paused; if the new device does not play it
         within 15 s or refuses it, the cast plays on where it was and route says why (exit 1, or 5 if it cannot be reached).
         Casts made without the route service (no session bus, --providers) cannot be moved.
+        Without --to, the device picker asks where to (a display is needed): choosing a device there moves the cast, and
+        the window says how it went; closing it moves nothing (exit 1). `route pick` moves casts too: a device that plays
+        one offers "Move…" (Ctrl+M).
         """,
-        examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json"])
+        examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move"])
 
     package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,

@@ -342,13 +342,27 @@ public final class RouteServiceClient: Sendable {
     /// opens on this process's display (DISPLAY, WAYLAND_DISPLAY).
     /// - Throws: `RouteServiceError` when there is no display, the picker cannot start, or the service stops meanwhile.
     public func pickDevice(media: PickMedia? = nil, parentWindow: String = "", title: String? = nil) async throws -> MediaDevice? {
+        var options: [String: DBusValue] = [:]
+        if let media { options["media"] = .string(media.rawValue) }
+        if let title { options["title"] = .string(title) }
+        return try await pick(options, parentWindow: parentWindow)
+    }
+
+    /// Shows the service's device picker to move a session: the one playing on the device `from` names, or (nil) the
+    /// only or active one, as `move(to:from:)` finds it. The session moves to the device the person chooses, in the
+    /// window, which says so and closes; returns that device, or nil when they closed the picker (nothing moved).
+    /// - Throws: `RouteServiceError` (`NoDevice` when nothing plays; as `pickDevice(media:)` otherwise).
+    public func pickDeviceToMove(from: String? = nil, parentWindow: String = "") async throws -> MediaDevice? {
+        try await pick(["moveFrom": .string(from ?? "")], parentWindow: parentWindow)
+    }
+
+    /// A PickDevice request with `options`, and the device its Response gives.
+    private func pick(_ given: [String: DBusValue], parentWindow: String) async throws -> MediaDevice? {
         // Listening before asking: the answer may come at once.
         let responses = bus.signals(interface: RouteServiceAPI.requestInterface, member: "Response")
         let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                  arg0: RouteServiceAPI.busName)
-        var options: [String: DBusValue] = [:]
-        if let media { options["media"] = .string(media.rawValue) }
-        if let title { options["title"] = .string(title) }
+        var options = given
         let environment = ProcessInfo.processInfo.environment
         for (key, variable) in [("display", "DISPLAY"), ("waylandDisplay", "WAYLAND_DISPLAY"), ("xauthority", "XAUTHORITY")] {
             if let value = environment[variable], !value.isEmpty { options[key] = .string(value) }
@@ -389,6 +403,82 @@ public final class RouteServiceClient: Sendable {
             let words = results["error"].flatMap { if case .string(let text) = $0.unwrapped { return text }; return nil }
             throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, words ?? "the picker failed")
         }
+    }
+
+    /// What a device plays now: a session of the service's (which `move(to:from:)` can move), or another controller's
+    /// that the service mirrors.
+    public struct Playing: Sendable, Equatable {
+        /// The item's title.
+        public var title: String
+        /// The service's own session (nil: another controller's, mirrored).
+        public var session: String?
+
+        /// `title`, played by the service's session at path `session`, or mirrored when nil.
+        public init(title: String, session: String?) {
+            self.title = title
+            self.session = session
+        }
+    }
+
+    /// What plays on each device (by device id) now, then again each time that changes — a session starts, ends, moves
+    /// or plays another item, a mirror starts or ends — until the stream is dropped; it ends with an error when the
+    /// service leaves the bus. A device playing in a session of the service's and mirrored shows the session.
+    public func playingUpdates() -> AsyncThrowingStream<[String: Playing], any Error> {
+        let changes = bus.signals(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+        let mirrors = bus.signals(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, member: "Mirror")
+        let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                 arg0: RouteServiceAPI.busName)
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        // Each change wakes the reader; bursts (a session's several properties) make one reading.
+                        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                        group.addTask {
+                            for await signal in changes where signal.path.hasPrefix(RouteServiceAPI.managerPath) { wake.yield() }
+                        }
+                        group.addTask { for await _ in mirrors { wake.yield() } }
+                        group.addTask {
+                            for await signal in owners where signal.arguments.count == 3 && signal.arguments[2] == .string("") {
+                                throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service stopped")
+                            }
+                        }
+                        group.addTask {
+                            var last: [String: Playing]?
+                            wake.yield()
+                            for await _ in wakes {
+                                let now = try await self.playingNow()
+                                if now != last { continuation.yield(now) }
+                                last = now
+                            }
+                        }
+                        defer { group.cancelAll() }
+                        try await group.next()
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// What plays on each device now: the service's sessions over the mirrors of other controllers' sessions.
+    private func playingNow() async throws -> [String: Playing] {
+        var playing: [String: Playing] = [:]
+        let reply = try await call(RouteServiceAPI.busName, path: RouteServiceAPI.managerPath, interface: "org.freedesktop.DBus.Properties",
+                                   method: "Get", [.string(RouteServiceAPI.managerInterface), .string("Mirrors")])
+        for value in reply.first?.unwrapped.elements ?? [] {
+            guard let mirror = try? DBusCoding.decode(Mirror.self, from: value), !mirror.ended else { continue }
+            playing[mirror.device.id] = Playing(title: mirror.title ?? "something", session: nil)
+        }
+        for session in try await sessions() {
+            // A session that ended between the two calls is no longer there to ask.
+            guard let status = try? await session.status() else { continue }
+            playing[status.device.id] = Playing(title: status.title, session: session.path)
+        }
+        return playing
     }
 
     /// The sessions the service plays now.

@@ -202,7 +202,12 @@ final class RouteService: Sendable {
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
             return [try DBusCoding.encode(sink)]
         case "PickDevice":
-            guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(let options) = arguments[1] else { throw invalid(method) }
+            guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(var options) = arguments[1] else { throw invalid(method) }
+            // A picker that moves a session: the session found as Move finds it, its device handed to the window.
+            if let from = options["moveFrom"] {
+                guard case .string(let query) = from.unwrapped else { throw ServicePickers.invalid("moveFrom") }
+                options["moveFrom"] = .string(try session(playingOn: query).device.id)
+            }
             return [.objectPath(try pickers.start(parent: parent, options: options, sender: sender))]
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }

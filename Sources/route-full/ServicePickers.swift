@@ -43,6 +43,7 @@ final class ServicePickers: Sendable {
                 guard ["audio", "video", "image"].contains(text) else { throw Self.invalid(key) }
                 arguments += ["--media", text]
             case "title": arguments += ["--title", text]
+            case "moveFrom": arguments += ["--move-from", text]
             case "display": environment["DISPLAY"] = text
             case "waylandDisplay": environment["WAYLAND_DISPLAY"] = text
             case "xauthority": environment["XAUTHORITY"] = text
@@ -82,9 +83,10 @@ final class ServicePickers: Sendable {
         for request in state.withLock({ Array($0.open.values) }) { request.close() }
     }
 
-    private static func invalid(_ key: String) -> DBusError {
+    /// The error for an option `key` of PickDevice that is not one, or has a value of the wrong kind.
+    static func invalid(_ key: String) -> DBusError {
         DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "PickDevice: the option \(key) takes "
-            + (["media": "audio, video or image", "title": "a string", "display": "an X display (:0)",
+            + (["media": "audio, video or image", "title": "a string", "moveFrom": "a device (a string; \"\" for the active cast)", "display": "an X display (:0)",
                 "waylandDisplay": "a Wayland display (wayland-0)", "xauthority": "a path"][key] ?? "nothing: there is no such option"))
     }
 }

@@ -1,8 +1,10 @@
 // route-picker: the device picker window, in a process of its own (the route service starts it for a PickDevice
 // request, so that a fault in the window never takes the service down). It lists the service's devices live, with
 // what each plays; prints the chosen device's id and exits 0, or exits 1 when closed or Escape is pressed, 3 without a
-// display, 4 when the service cannot be reached or leaves. Options: --media audio|video|image, --parent WINDOW
-// ("x11:XID"), --title TEXT, --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
+// display, 4 when the service cannot be reached or leaves. A row whose device plays a session of the service's offers
+// to move it; the window moves it through the service. Options: --media audio|video|image, --parent WINDOW
+// ("x11:XID", "wayland:HANDLE"), --title TEXT, --move-from DEVICE-ID (the window only moves that device's session, and
+// prints where it went), --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
 
 import CPickerShim
 import Foundation
@@ -16,6 +18,10 @@ final class PickerOutcome: Sendable {
     let chosen = Mutex<String?>(nil)
     /// The service could not be reached, or left.
     let lost = Mutex(false)
+    /// The service, once connected: the window's moves go through it.
+    let client = Mutex<RouteServiceClient?>(nil)
+    /// The window, once made.
+    let window = Mutex<PickerWindow?>(nil)
     let started = Date()
 }
 
@@ -31,7 +37,7 @@ var options: [String: String] = [:]
 var arguments = CommandLine.arguments.dropFirst()
 while let name = arguments.popFirst() {
     guard name.hasPrefix("--"), let value = arguments.popFirst() else {
-        printError("route-picker: usage: route-picker [--media audio|video|image] [--parent WINDOW] [--title TEXT]")
+        printError("route-picker: usage: route-picker [--media audio|video|image] [--parent WINDOW] [--title TEXT] [--move-from DEVICE-ID]")
         exit(2)
     }
     options[String(name.dropFirst(2))] = value
@@ -49,6 +55,13 @@ guard route_picker_init() else {
 let outcome = PickerOutcome()
 let context = Unmanaged.passRetained(outcome).toOpaque()
 let title = options["title"] ?? media.map { "Play \($0.rawValue == "audio" ? "sound" : $0 == .image ? "pictures" : "a video") on…" } ?? "Play on a device"
+/// The window, for the tasks that follow the devices and make its moves.
+final class PickerWindow: @unchecked Sendable {
+    // Safety: route_picker_set_rows, route_picker_move_finished and route_picker_cancel may be called from any thread
+    // (they copy what they are given and hand it to GTK's).
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}
 let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
     let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
     outcome.chosen.withLock { $0 = id.map { String(cString: $0) } }
@@ -57,16 +70,24 @@ let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
     let now = Date()
     printError(String(format: "route-picker: first device shown at %.3f, %.0f ms after start", now.timeIntervalSince1970,
                       now.timeIntervalSince(outcome.started) * 1000))
+}, { context, from, to in
+    // The person chose where a session goes: the service moves it, and the window hears how that went.
+    let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
+    guard let from, let to, let client = outcome.client.withLock({ $0 }), let window = outcome.window.withLock({ $0 }) else { return }
+    let (source, target) = (String(cString: from), String(cString: to))
+    Task.detached {
+        do {
+            _ = try await client.move(to: target, from: source)
+            route_picker_move_finished(window.pointer, nil)
+        } catch {
+            route_picker_move_finished(window.pointer, "\(error)")
+        }
+    }
 }, context)
-
-/// The window, for the task that follows the devices.
-final class PickerWindow: @unchecked Sendable {
-    // Safety: route_picker_set_rows may be called from any thread (it copies and hands the rows to GTK's).
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
-}
 let window = PickerWindow(picker!)
+outcome.window.withLock { $0 = window }
 if options["close-on-hangup"] == "stdin" { route_picker_close_on_hangup(picker, STDIN_FILENO) }
+if let from = options["move-from"] { route_picker_move_only(picker, from) }
 
 /// Hands the rows to the window (copied there).
 func show(_ entries: [PickerEntry], in window: PickerWindow) {
@@ -79,30 +100,50 @@ func show(_ entries: [PickerEntry], in window: PickerWindow) {
     }
     let rows = entries.map { entry in
         RoutePickerRow(id: keep(entry.id), name: keep(entry.name), subtitle: keep(entry.subtitle), icon: keep(entry.icon),
-                       search: keep(entry.search), choosable: entry.choosable)
+                       search: keep(entry.search), choosable: entry.choosable, session_title: entry.sessionTitle.flatMap(keep))
     }
     rows.withUnsafeBufferPointer { route_picker_set_rows(window.pointer, $0.baseAddress, Int32($0.count)) }
 }
 
-/// Follows the service's devices and what its sessions play, and shows them; when the service cannot be reached or
-/// leaves, the window closes (exit 4) and says why on stderr (the service's log).
+/// What the window shows: the devices and what plays on them, each as the service last said.
+enum PickerNews: Sendable {
+    case devices([MediaDevice])
+    case playing([String: RouteServiceClient.Playing])
+}
+
+/// Follows the service's devices and what plays on them, and shows them (once both are known); when the service cannot
+/// be reached or leaves, the window closes (exit 4) and says why on stderr (the service's log).
 let following = Task.detached { [window, media] in
     do {
         let client = try await RouteServiceClient.connect(starting: nil)
-        var playing: [String: String] = [:]
-        for try await update in client.deviceUpdates() {
-            playing = [:]
-            for session in (try? await client.sessions()) ?? [] {
-                if let status = try? await session.status() { playing[status.device.id] = status.title }
+        outcome.client.withLock { $0 = client }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (news, tell) = AsyncStream<PickerNews>.makeStream()
+            group.addTask {
+                for try await update in client.deviceUpdates() { tell.yield(.devices(update.devices)) }
+                throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service left the bus")
             }
-            show(PickerList.entries(update.devices, playing: playing, media: media), in: window)
+            group.addTask {
+                for try await playing in client.playingUpdates() { tell.yield(.playing(playing)) }
+                throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the route service left the bus")
+            }
+            group.addTask {
+                var devices: [MediaDevice]?, playing: [String: RouteServiceClient.Playing]?
+                for await item in news {
+                    switch item {
+                    case .devices(let list): devices = list
+                    case .playing(let now): playing = now
+                    }
+                    guard let devices, let playing else { continue }
+                    show(PickerList.entries(devices, playing: playing, media: media), in: window)
+                }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
         }
+    } catch {
         // The window has answered (its end cancels this), or the service has gone.
         if Task.isCancelled { return }
-        printError("route-picker: the route service left the bus")
-    } catch is CancellationError {
-        return
-    } catch {
         printError("route-picker: \(error)")
     }
     outcome.lost.withLock { $0 = true }

@@ -326,6 +326,73 @@ extension LabTests {
             }
         }
 
+        @Test func thePickerMovesACastAndRouteMoveAsksItWhereTo() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                let gui = try await GUISession(bus: bus)
+                defer { gui.stop() }
+                try await inSandbox { sandbox in
+                    let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                    let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
+                    try await Self.until(bus, lists: ["'Lab Renderer'"])
+                    let song = sandbox.root + "/moving song.wav"
+                    try gstLaunch("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(song))")
+                    let cast = try await sandbox.run(["cast", song, "--to", Lab.rendererName, "--detach"], environment: environment, timeout: 30)
+                    #expect(cast.status == 0, "\(cast)")
+                    try await Lab.until("the renderer plays", within: 10) { try Lab.transportState() == "PLAYING" }
+
+                    // The picker says what plays where, and offers to move it.
+                    let pick = try sandbox.start(["pick"], environment: environment)
+                    let rows = try gui.rows(until: "playing moving song")
+                    let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA · playing moving song") == true }, "\(rows)")
+                    #expect((renderer["buttons"] as? [String])?.first?.hasPrefix("Move “moving song” from Lab Renderer to another device") == true, "\(renderer)")
+                    #expect(rows.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["buttons"] as? [String] == [], "\(rows)")
+                    // Ctrl+M on the renderer's row: the window asks where to, and the renderer is not a choice for it.
+                    try gui.keys(["type", "--delay", "20", "renderer"])
+                    try gui.keys(["key", "ctrl+m"])
+                    let asking = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
+                    #expect(asking.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["enabled"] as? Bool == false, "\(asking)")
+                    // This computer, with Enter: the cast moves there, the window says so, and goes on picking.
+                    try gui.keys(["type", "--delay", "20", "this"], window: "^Move")
+                    try gui.keys(["key", "Return"], window: "^Move")
+                    let moved = try gui.rows(until: "“moving song” plays on This computer now.")
+                    try await Lab.until("the renderer has stopped", within: 5) { try Lab.transportState() == "STOPPED" }
+                    let player = try await bus.waitForPlayer(within: 5)
+                    let identity = try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
+                                                          "--method", "org.freedesktop.DBus.Properties.Get", "org.mpris.MediaPlayer2", "Identity"]).text
+                    #expect(identity.contains("This computer"), "\(identity)")
+                    // Rows updated where they are: This computer plays it now, the renderer nothing.
+                    let updated = try gui.rows(until: "speakers · playing moving song")
+                    #expect(updated.contains { ($0["name"] as? String) == "Lab Renderer, DLNA" }, "\(updated) after \(moved)")
+                    try gui.keys(["key", "Escape"])
+                    let picked = await pick.finish(within: 10)
+                    #expect(picked.status == 1 && picked.stdout.isEmpty, "\(picked)")
+
+                    // `route move` without --to: the picker asks only where to, moves it, and route says where it plays.
+                    let move = try sandbox.start(["move"], environment: environment)
+                    let only = try gui.rows(until: "Move “moving song” from This computer to:")
+                    #expect(only.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["enabled"] as? Bool == false, "\(only)")
+                    try gui.keys(["type", "--delay", "20", "renderer"], window: "^Move")
+                    try gui.keys(["key", "Return"], window: "^Move")
+                    let answered = await move.finish(within: 30)
+                    #expect(answered.status == 0 && answered.stdout.hasPrefix("moved: moving song plays on Lab Renderer at "), "\(answered)")
+                    #expect(try Lab.transportState() == "PLAYING")
+                    // Escape there moves nothing.
+                    let kept = try sandbox.start(["move"], environment: environment)
+                    _ = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
+                    try gui.keys(["key", "Escape"], window: "^Move")
+                    let cancelled = await kept.finish(within: 10)
+                    #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
+                    #expect(try Lab.transportState() == "PLAYING")
+                    _ = try bus.playerctl("-p", player, "stop")
+                    try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+                    kill(service.pid, SIGTERM)
+                    _ = await service.finish(within: 10)
+                }
+            }
+        }
+
         /// Opens `files` with the desktop entry as a file manager does (`gio launch`), in the sandbox's environment with
         /// the GUI session's display and bus; gio's and route's output go to launched.txt.
         private static func launch(_ entry: String, _ files: [String], sandbox: Sandbox, gui: GUISession, prefix: String) throws -> Process {
