@@ -387,6 +387,23 @@ extension LabTests {
                     #expect(try Lab.transportState() == "PLAYING")
                     _ = try bus.playerctl("-p", player, "stop")
                     try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+
+                    // Another app's cast (plain SOAP) is shown, mirrored, and offers no move: it is not route's.
+                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", song])
+                    defer { kill(server.pid, SIGTERM) }
+                    try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
+                    let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                    try Lab.playAsAnotherController(url)
+                    let watching = try sandbox.start(["pick"], environment: environment)
+                    let mirrored = try gui.rows(until: "Lab Renderer, DLNA · another app plays ")
+                    #expect(mirrored.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["buttons"] as? [String] == [], "\(mirrored)")
+                    try gui.keys(["key", "Escape"])
+                    let watched = await watching.finish(within: 10)
+                    #expect(watched.status == 1, "\(watched)")
+                    _ = try Lab.soap("AVTransport", "Stop")
+                    kill(server.pid, SIGTERM)
+                    let served = await server.finish(within: 10)
+                    #expect(!served.stdout.isEmpty, "\(served)")
                     kill(service.pid, SIGTERM)
                     _ = await service.finish(within: 10)
                 }
