@@ -322,6 +322,10 @@ static GtkWidget *make_row(RoutePicker *picker, const char *id) {
     gtk_label_set_ellipsize(GTK_LABEL(title), PANGO_ELLIPSIZE_END);
     GtkWidget *subtitle = gtk_label_new(NULL);
     gtk_label_set_xalign(GTK_LABEL(subtitle), 0);
+    // Two lines at most, then cut short.
+    gtk_label_set_wrap(GTK_LABEL(subtitle), TRUE);
+    gtk_label_set_wrap_mode(GTK_LABEL(subtitle), PANGO_WRAP_WORD_CHAR);
+    gtk_label_set_lines(GTK_LABEL(subtitle), 2);
     gtk_label_set_ellipsize(GTK_LABEL(subtitle), PANGO_ELLIPSIZE_END);
     gtk_widget_add_css_class(subtitle, "dim-label");
     GtkWidget *move = gtk_button_new_with_mnemonic("_Move…");

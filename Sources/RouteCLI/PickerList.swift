@@ -54,10 +54,11 @@ package enum PickerList {
         }
         return sorted.map { device in
             var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
-            let others = device.names.filter { $0 != device.name }
-            if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
+            // What plays before the other names: the line may be cut short.
             let now = playing[device.id]
             if let now { parts.append(now.session == nil ? "another app plays \(now.title)" : "playing \(now.title)") }
+            let others = device.names.filter { $0 != device.name }
+            if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
             let choosable = media.map { device.capabilities.contains($0.capability) } ?? true
             if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
             return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
