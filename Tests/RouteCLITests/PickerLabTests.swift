@@ -150,263 +150,245 @@ final class NotificationServer: Sendable {
 extension LabTests {
     @Suite struct PickerLabTests {
         @Test func theWindowListsTheLabsDevicesAndTheKeyboardChoosesOrCancels() async throws {
-            try await Lab.stopRenderer()
-            try Lab.control("start-renderer")
             try Lab.control("start-mpd")
             defer { try? Lab.control("stop-mpd") }
-            try await withSessionBus { bus in
-                let gui = try await GUISession(bus: bus)
-                defer { gui.stop() }
-                try await inSandbox { sandbox in
-                    let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
-                    let service = try sandbox.start(["service", "--providers", "upnp,mpd,local"], environment: gui.environment)
-                    try await Self.until(bus, lists: ["'Lab Renderer'", "'Lab MPD"])
+            try await withGUILab { bus, gui, sandbox in
+                let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                let service = try sandbox.start(["service", "--providers", "upnp,mpd,local"], environment: gui.environment)
+                try await Self.until(bus, lists: ["'Lab Renderer'", "'Lab MPD"])
 
-                    // A video: This computer first, then by name; MPD (sound only) shown but not choosable.
-                    let pick = try sandbox.start(["pick", "--media", "video"], environment: environment)
-                    let rows = try gui.rows(until: "Lab Renderer")
-                    let names = rows.compactMap { $0["name"] as? String }
-                    #expect(names.first?.hasPrefix("This computer, ") == true, "\(rows)")
-                    let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA") == true }, "\(rows)")
-                    #expect(renderer["enabled"] as? Bool == true)
-                    let mpd = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab MPD") == true }, "\(rows)")
-                    #expect(mpd["enabled"] as? Bool == false && (mpd["name"] as? String)?.contains("cannot play video") == true, "\(mpd)")
-                    // Typing filters; Enter chooses the first that can be chosen.
-                    try gui.keys(["type", "--delay", "20", "renderer"])
-                    try gui.keys(["key", "Return"])
-                    let chosen = await pick.finish(within: 10)
-                    #expect(chosen.status == 0 && chosen.stdout == "Lab Renderer\tupnp:uuid:0e9a4c1a-7a51-4b63-9d55-1abcde000001\n", "\(chosen)\nthe service said: \(service.stderr)")
+                // A video: This computer first, then by name; MPD (sound only) shown but not choosable.
+                let pick = try sandbox.start(["pick", "--media", "video"], environment: environment)
+                let rows = try gui.rows(until: "Lab Renderer")
+                let names = rows.compactMap { $0["name"] as? String }
+                #expect(names.first?.hasPrefix("This computer, ") == true, "\(rows)")
+                let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA") == true }, "\(rows)")
+                #expect(renderer["enabled"] as? Bool == true)
+                let mpd = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab MPD") == true }, "\(rows)")
+                #expect(mpd["enabled"] as? Bool == false && (mpd["name"] as? String)?.contains("cannot play video") == true, "\(mpd)")
+                // Typing filters; Enter chooses the first that can be chosen.
+                try gui.keys(["type", "--delay", "20", "renderer"])
+                try gui.keys(["key", "Return"])
+                let chosen = await pick.finish(within: 10)
+                #expect(chosen.status == 0 && chosen.stdout == "Lab Renderer\tupnp:uuid:0e9a4c1a-7a51-4b63-9d55-1abcde000001\n", "\(chosen)\nthe service said: \(service.stderr)")
 
-                    // The arrows, and --json.
-                    let json = try sandbox.start(["pick", "--json"], environment: environment)
-                    _ = try gui.rows(until: "Lab MPD")
-                    try gui.keys(["key", "Down", "Down", "Return"])
-                    let listed = await json.finish(within: 10)
-                    #expect(listed.status == 0 && listed.stdout.contains("\"name\" : \"Lab Renderer\"") && listed.stdout.contains("\"id\" : "), "\(listed)")
+                // The arrows, and --json.
+                let json = try sandbox.start(["pick", "--json"], environment: environment)
+                _ = try gui.rows(until: "Lab MPD")
+                try gui.keys(["key", "Down", "Down", "Return"])
+                let listed = await json.finish(within: 10)
+                #expect(listed.status == 0 && listed.stdout.contains("\"name\" : \"Lab Renderer\"") && listed.stdout.contains("\"id\" : "), "\(listed)")
 
-                    // Escape: nothing chosen, nothing printed, exit 1.
-                    let escaped = try sandbox.start(["pick"], environment: environment)
-                    _ = try gui.rows(until: "This computer")
-                    try gui.keys(["key", "Escape"])
-                    let cancelled = await escaped.finish(within: 10)
-                    #expect(cancelled.status == 1 && cancelled.stdout.isEmpty, "\(cancelled)")
+                // Escape: nothing chosen, nothing printed, exit 1.
+                let escaped = try sandbox.start(["pick"], environment: environment)
+                _ = try gui.rows(until: "This computer")
+                try gui.keys(["key", "Escape"])
+                let cancelled = await escaped.finish(within: 10)
+                #expect(cancelled.status == 1 && cancelled.stdout.isEmpty, "\(cancelled)")
 
-                    // An app in Python asks for the picker (PickDevice), and the device chosen plays its file.
-                    let wav = sandbox.root + "/tone.wav"
-                    try gstLaunch("audiotestsrc num-buffers=\(20 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(wav))")
-                    let app = Process()
-                    app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                    app.arguments = [RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path, wav]
-                    app.environment = ProcessInfo.processInfo.environment.merging(gui.environment) { $1 }
-                    let appOutput = Pipe()
-                    app.standardOutput = appOutput
-                    app.standardError = appOutput
-                    app.standardInput = FileHandle.nullDevice
-                    try app.run()
-                    _ = try gui.rows(until: "Lab Renderer")
-                    try gui.keys(["type", "--delay", "20", "renderer"])
-                    try gui.keys(["key", "Return"])
-                    waitForExit(app, seconds: 30)
-                    if app.isRunning {
-                        app.terminate()
-                        waitForExit(app, seconds: 5)
-                    }
-                    let said = String(decoding: appOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                    try? appOutput.fileHandleForReading.close()
-                    #expect(app.terminationStatus == 0 && said.contains(": playing"), "\(said)")
-                    try await Lab.until("the renderer plays the app's file", within: 5) { try Lab.transportState() == "PLAYING" }
-                    _ = try Lab.soap("AVTransport", "Stop")
+                // An app in Python asks for the picker (PickDevice), and the device chosen plays its file.
+                let wav = sandbox.root + "/tone.wav"
+                try gstLaunch("audiotestsrc num-buffers=\(20 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(wav))")
+                let app = Process()
+                app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                app.arguments = [RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path, wav]
+                app.environment = ProcessInfo.processInfo.environment.merging(gui.environment) { $1 }
+                let appOutput = Pipe()
+                app.standardOutput = appOutput
+                app.standardError = appOutput
+                app.standardInput = FileHandle.nullDevice
+                try app.run()
+                _ = try gui.rows(until: "Lab Renderer")
+                try gui.keys(["type", "--delay", "20", "renderer"])
+                try gui.keys(["key", "Return"])
+                waitForExit(app, seconds: 30)
+                if app.isRunning {
+                    app.terminate()
+                    waitForExit(app, seconds: 5)
+                }
+                let said = String(decoding: appOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                try? appOutput.fileHandleForReading.close()
+                #expect(app.terminationStatus == 0 && said.contains(": playing"), "\(said)")
+                try await Lab.until("the renderer plays the app's file", within: 5) { try Lab.transportState() == "PLAYING" }
+                _ = try Lab.soap("AVTransport", "Stop")
 
-                    // No display: the terminal picker, which without a terminal says what it needs.
-                    let headless = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": ""]) { $1 })
-                    #expect(headless.status == 1 && headless.stderr.contains("route pick needs a display"), "\(headless)")
+                // No display: the terminal picker, which without a terminal says what it needs.
+                let headless = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": ""]) { $1 })
+                #expect(headless.status == 1 && headless.stderr.contains("route pick needs a display"), "\(headless)")
 
-                    // A client that leaves takes its window with it; the service stops with a window open.
-                    let left = try sandbox.start(["pick"], environment: environment)
-                    _ = try gui.rows(until: "This computer")
-                    kill(left.pid, SIGKILL)
-                    _ = await left.finish(within: 5)
-                    try await Lab.until("the window of a client that left is gone", within: 5) {
-                        try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
-                    }
-                    let open = try sandbox.start(["pick"], environment: environment)
-                    _ = try gui.rows(until: "This computer")
-                    kill(service.pid, SIGTERM)
-                    let stopped = await service.finish(within: 10)
-                    #expect(!stopped.signaled || stopped.status == 143, "\(stopped)")
-                    let answered = await open.finish(within: 10)
-                    #expect(answered.status != 0 && answered.stdout.isEmpty, "\(answered)")
-                    try await Lab.until("the window goes with the service", within: 5) {
-                        try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
-                    }
+                // A client that leaves takes its window with it; the service stops with a window open.
+                let left = try sandbox.start(["pick"], environment: environment)
+                _ = try gui.rows(until: "This computer")
+                kill(left.pid, SIGKILL)
+                _ = await left.finish(within: 5)
+                try await Lab.until("the window of a client that left is gone", within: 5) {
+                    try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
+                }
+                let open = try sandbox.start(["pick"], environment: environment)
+                _ = try gui.rows(until: "This computer")
+                kill(service.pid, SIGTERM)
+                let stopped = await service.finish(within: 10)
+                #expect(!stopped.signaled || stopped.status == 143, "\(stopped)")
+                let answered = await open.finish(within: 10)
+                #expect(answered.status != 0 && answered.stdout.isEmpty, "\(answered)")
+                try await Lab.until("the window goes with the service", within: 5) {
+                    try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
                 }
             }
         }
 
         @Test func playOnADeviceFromTheFileManagerCastsTheFilesAsAQueue() async throws {
-            try await Lab.stopRenderer()
-            try Lab.control("start-renderer")
-            try await withSessionBus { bus in
-                let gui = try await GUISession(bus: bus)
-                defer { gui.stop() }
-                try await inSandbox { sandbox in
-                    // Installed as `make install` installs it; valid; what GIO (the file manager's Open With) lists.
-                    let prefix = sandbox.root + "/prefix"
-                    let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
-                                               ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
-                    #expect(install.status == 0, "\(install.text)")
-                    let entry = prefix + "/share/applications/io.github.route.PlayOn.desktop"
-                    let validated = try Lab.tool("/usr/bin/desktop-file-validate", [entry])
-                    #expect(validated.status == 0 && validated.text.isEmpty, "\(validated.text)")
-                    let text = try String(contentsOfFile: entry, encoding: .utf8)
-                    #expect(text.contains("Exec=\(prefix)/bin/route cast --pick --detach %F") && text.contains("Name=Play on a device…"), "\(text)")
-                    for type in ["video/mp4", "audio/flac", "audio/x-wav", "image/jpeg"] {
-                        let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
-                        #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
-                    }
-
-                    let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
-                    try await Self.until(bus, lists: ["'Lab Renderer'"])
-                    let notifications = try NotificationServer(bus: bus, root: sandbox.root)
-                    defer { notifications.stop() }
-
-                    // Two songs chosen in the file manager, opened with the entry as a file manager opens it (gio
-                    // launch): the picker asks, Enter chooses, the renderer plays them as a queue, the session on MPRIS.
-                    let first = sandbox.root + "/first song.wav", second = sandbox.root + "/second song.wav"
-                    for path in [first, second] {
-                        try gstLaunch("audiotestsrc num-buffers=\(30 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
-                    }
-                    let launch = try Self.launch(entry, [first, second], sandbox: sandbox, gui: gui, prefix: prefix)
-                    let rows = try gui.rows(until: "Lab Renderer")
-                    #expect(rows.contains { ($0["name"] as? String)?.hasPrefix("This computer") == true }, "\(rows)")
-                    try gui.keys(["type", "--delay", "20", "renderer"])
-                    try gui.keys(["key", "Return"])
-                    try await Lab.until("the renderer plays the first song", within: 20) {
-                        try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("first song")
-                    }
-                    waitForExit(launch, seconds: 10)
-                    let said = (try? String(contentsOfFile: sandbox.root + "/launched.txt", encoding: .utf8)) ?? ""
-                    #expect(!launch.isRunning && launch.terminationStatus == 0, "gio launch: \(said)")
-                    try await Lab.until("route, started by the entry, has returned", within: 10) {
-                        try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
-                    }
-                    #expect(said.contains("Lab Renderer plays \"first song\""), "\(said)")
-                    let player = try #require(try bus.routePlayers().first, "an MPRIS player for the session")
-                    #expect(try bus.playerctl("-p", player, "metadata", "title") == "first song")
-                    _ = try bus.playerctl("-p", player, "next")
-                    try await Lab.until("the queue goes on to the second song", within: 10) {
-                        try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("second song")
-                    }
-                    #expect(try bus.playerctl("-p", player, "metadata", "title") == "second song")
-                    _ = try bus.playerctl("-p", player, "stop")
-                    try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
-
-                    // A file that is not media: no picker, a desktop notification says why (no terminal to say it on).
-                    let broken = try sandbox.file("broken.mp4", "")
-                    let failed = try Self.launch(entry, [broken], sandbox: sandbox, gui: gui, prefix: prefix)
-                    waitForExit(failed, seconds: 10)
-                    let notice = try await notifications.next(within: 10)
-                    #expect(notice["summary"] as? String == "Could not play \"broken.mp4\"" && (notice["body"] as? String)?.contains("empty") == true,
-                            "\(notice)")
-                    #expect(try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0, "no picker for a file that cannot play")
-
-                    // Closing the picker plays nothing and says nothing.
-                    let closed = try Self.launch(entry, [first], sandbox: sandbox, gui: gui, prefix: prefix)
-                    _ = try gui.rows(until: "Lab Renderer")
-                    try gui.keys(["key", "Escape"])
-                    waitForExit(closed, seconds: 10)
-                    try await Lab.until("route, started by the entry, has returned", within: 10) {
-                        try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
-                    }
-                    #expect(try Lab.transportState() == "STOPPED")
-                    #expect(notifications.received.count == 1, "nothing more to say: \(notifications.received)")
-                    kill(service.pid, SIGTERM)
-                    _ = await service.finish(within: 10)
+            try await withGUILab { bus, gui, sandbox in
+                // Installed as `make install` installs it; valid; what GIO (the file manager's Open With) lists.
+                let prefix = sandbox.root + "/prefix"
+                let install = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path,
+                                           ["--prefix", prefix, "--from", URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().path])
+                #expect(install.status == 0, "\(install.text)")
+                let entry = prefix + "/share/applications/io.github.route.PlayOn.desktop"
+                let validated = try Lab.tool("/usr/bin/desktop-file-validate", [entry])
+                #expect(validated.status == 0 && validated.text.isEmpty, "\(validated.text)")
+                let text = try String(contentsOfFile: entry, encoding: .utf8)
+                #expect(text.contains("Exec=\(prefix)/bin/route cast --pick --detach %F") && text.contains("Name=Play on a device…"), "\(text)")
+                for type in ["video/mp4", "audio/flac", "audio/x-wav", "image/jpeg"] {
+                    let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
+                    #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
                 }
+
+                let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
+                try await Self.until(bus, lists: ["'Lab Renderer'"])
+                let notifications = try NotificationServer(bus: bus, root: sandbox.root)
+                defer { notifications.stop() }
+
+                // Two songs chosen in the file manager, opened with the entry as a file manager opens it (gio
+                // launch): the picker asks, Enter chooses, the renderer plays them as a queue, the session on MPRIS.
+                let first = sandbox.root + "/first song.wav", second = sandbox.root + "/second song.wav"
+                for path in [first, second] {
+                    try gstLaunch("audiotestsrc num-buffers=\(30 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
+                }
+                let launch = try Self.launch(entry, [first, second], sandbox: sandbox, gui: gui, prefix: prefix)
+                let rows = try gui.rows(until: "Lab Renderer")
+                #expect(rows.contains { ($0["name"] as? String)?.hasPrefix("This computer") == true }, "\(rows)")
+                try gui.keys(["type", "--delay", "20", "renderer"])
+                try gui.keys(["key", "Return"])
+                try await Lab.until("the renderer plays the first song", within: 20) {
+                    try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("first song")
+                }
+                waitForExit(launch, seconds: 10)
+                let said = (try? String(contentsOfFile: sandbox.root + "/launched.txt", encoding: .utf8)) ?? ""
+                #expect(!launch.isRunning && launch.terminationStatus == 0, "gio launch: \(said)")
+                try await Lab.until("route, started by the entry, has returned", within: 10) {
+                    try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
+                }
+                #expect(said.contains("Lab Renderer plays \"first song\""), "\(said)")
+                let player = try #require(try bus.routePlayers().first, "an MPRIS player for the session")
+                #expect(try bus.playerctl("-p", player, "metadata", "title") == "first song")
+                _ = try bus.playerctl("-p", player, "next")
+                try await Lab.until("the queue goes on to the second song", within: 10) {
+                    try Lab.transportState() == "PLAYING" && Lab.soap("AVTransport", "GetMediaInfo").contains("second song")
+                }
+                #expect(try bus.playerctl("-p", player, "metadata", "title") == "second song")
+                _ = try bus.playerctl("-p", player, "stop")
+                try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+
+                // A file that is not media: no picker, a desktop notification says why (no terminal to say it on).
+                let broken = try sandbox.file("broken.mp4", "")
+                let failed = try Self.launch(entry, [broken], sandbox: sandbox, gui: gui, prefix: prefix)
+                waitForExit(failed, seconds: 10)
+                let notice = try await notifications.next(within: 10)
+                #expect(notice["summary"] as? String == "Could not play \"broken.mp4\"" && (notice["body"] as? String)?.contains("empty") == true,
+                        "\(notice)")
+                #expect(try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0, "no picker for a file that cannot play")
+
+                // Closing the picker plays nothing and says nothing.
+                let closed = try Self.launch(entry, [first], sandbox: sandbox, gui: gui, prefix: prefix)
+                _ = try gui.rows(until: "Lab Renderer")
+                try gui.keys(["key", "Escape"])
+                waitForExit(closed, seconds: 10)
+                try await Lab.until("route, started by the entry, has returned", within: 10) {
+                    try Lab.tool("/usr/bin/pgrep", ["-f", prefix + "/bin/route cast"]).status != 0
+                }
+                #expect(try Lab.transportState() == "STOPPED")
+                #expect(notifications.received.count == 1, "nothing more to say: \(notifications.received)")
+                kill(service.pid, SIGTERM)
+                _ = await service.finish(within: 10)
             }
         }
 
         @Test func thePickerMovesACastAndRouteMoveAsksItWhereTo() async throws {
-            try await Lab.stopRenderer()
-            try Lab.control("start-renderer")
-            try await withSessionBus { bus in
-                let gui = try await GUISession(bus: bus)
-                defer { gui.stop() }
-                try await inSandbox { sandbox in
-                    let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
-                    let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
-                    try await Self.until(bus, lists: ["'Lab Renderer'"])
-                    let song = sandbox.root + "/moving song.wav"
-                    try gstLaunch("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(song))")
-                    let cast = try await sandbox.run(["cast", song, "--to", Lab.rendererName, "--detach"], environment: environment, timeout: 30)
-                    #expect(cast.status == 0, "\(cast)")
-                    try await Lab.until("the renderer plays", within: 10) { try Lab.transportState() == "PLAYING" }
+            try await withGUILab { bus, gui, sandbox in
+                let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
+                try await Self.until(bus, lists: ["'Lab Renderer'"])
+                let song = sandbox.root + "/moving song.wav"
+                try gstLaunch("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(song))")
+                let cast = try await sandbox.run(["cast", song, "--to", Lab.rendererName, "--detach"], environment: environment, timeout: 30)
+                #expect(cast.status == 0, "\(cast)")
+                try await Lab.until("the renderer plays", within: 10) { try Lab.transportState() == "PLAYING" }
 
-                    // The picker says what plays where, and offers to move it.
-                    let pick = try sandbox.start(["pick"], environment: environment)
-                    let rows = try gui.rows(until: "playing moving song")
-                    let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA · playing moving song") == true }, "\(rows)")
-                    #expect((renderer["buttons"] as? [String])?.first?.hasPrefix("Move “moving song” from Lab Renderer to another device") == true, "\(renderer)")
-                    #expect(rows.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["buttons"] as? [String] == [], "\(rows)")
-                    // Ctrl+M on the renderer's row: the window asks where to, and the renderer is not a choice for it.
-                    try gui.keys(["type", "--delay", "20", "renderer"])
-                    try gui.keys(["key", "ctrl+m"])
-                    let asking = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
-                    #expect(asking.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["enabled"] as? Bool == false, "\(asking)")
-                    // This computer, with Enter: the cast moves there, the window says so, and goes on picking.
-                    try gui.keys(["type", "--delay", "20", "this"], window: "^Move")
-                    try gui.keys(["key", "Return"], window: "^Move")
-                    let moved = try gui.rows(until: "“moving song” plays on This computer now.")
-                    try await Lab.until("the renderer has stopped", within: 5) { try Lab.transportState() == "STOPPED" }
-                    let player = try await bus.waitForPlayer(within: 5)
-                    let identity = try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
-                                                          "--method", "org.freedesktop.DBus.Properties.Get", "org.mpris.MediaPlayer2", "Identity"]).text
-                    #expect(identity.contains("This computer"), "\(identity)")
-                    // Rows updated where they are: This computer plays it now, the renderer nothing.
-                    let updated = try gui.rows(until: "speakers · playing moving song")
-                    #expect(updated.contains { ($0["name"] as? String) == "Lab Renderer, DLNA" }, "\(updated) after \(moved)")
-                    try gui.keys(["key", "Escape"])
-                    let picked = await pick.finish(within: 10)
-                    #expect(picked.status == 1 && picked.stdout.isEmpty, "\(picked)")
+                // The picker says what plays where, and offers to move it.
+                let pick = try sandbox.start(["pick"], environment: environment)
+                let rows = try gui.rows(until: "playing moving song")
+                let renderer = try #require(rows.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer, DLNA · playing moving song") == true }, "\(rows)")
+                #expect((renderer["buttons"] as? [String])?.first?.hasPrefix("Move “moving song” from Lab Renderer to another device") == true, "\(renderer)")
+                #expect(rows.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["buttons"] as? [String] == [], "\(rows)")
+                // Ctrl+M on the renderer's row: the window asks where to, and the renderer is not a choice for it.
+                try gui.keys(["type", "--delay", "20", "renderer"])
+                try gui.keys(["key", "ctrl+m"])
+                let asking = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
+                #expect(asking.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["enabled"] as? Bool == false, "\(asking)")
+                // This computer, with Enter: the cast moves there, the window says so, and goes on picking.
+                try gui.keys(["type", "--delay", "20", "this"], window: "^Move")
+                try gui.keys(["key", "Return"], window: "^Move")
+                let moved = try gui.rows(until: "“moving song” plays on This computer now.")
+                try await Lab.until("the renderer has stopped", within: 5) { try Lab.transportState() == "STOPPED" }
+                let player = try await bus.waitForPlayer(within: 5)
+                let identity = try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
+                                                      "--method", "org.freedesktop.DBus.Properties.Get", "org.mpris.MediaPlayer2", "Identity"]).text
+                #expect(identity.contains("This computer"), "\(identity)")
+                // Rows updated where they are: This computer plays it now, the renderer nothing.
+                let updated = try gui.rows(until: "speakers · playing moving song")
+                #expect(updated.contains { ($0["name"] as? String) == "Lab Renderer, DLNA" }, "\(updated) after \(moved)")
+                try gui.keys(["key", "Escape"])
+                let picked = await pick.finish(within: 10)
+                #expect(picked.status == 1 && picked.stdout.isEmpty, "\(picked)")
 
-                    // `route move` without --to: the picker asks only where to, moves it, and route says where it plays.
-                    let move = try sandbox.start(["move"], environment: environment)
-                    let only = try gui.rows(until: "Move “moving song” from This computer to:")
-                    #expect(only.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["enabled"] as? Bool == false, "\(only)")
-                    try gui.keys(["type", "--delay", "20", "renderer"], window: "^Move")
-                    try gui.keys(["key", "Return"], window: "^Move")
-                    let answered = await move.finish(within: 30)
-                    #expect(answered.status == 0 && answered.stdout.hasPrefix("moved: moving song plays on Lab Renderer at "), "\(answered)")
-                    #expect(try Lab.transportState() == "PLAYING")
-                    // Escape there moves nothing.
-                    let kept = try sandbox.start(["move"], environment: environment)
-                    _ = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
-                    try gui.keys(["key", "Escape"], window: "^Move")
-                    let cancelled = await kept.finish(within: 10)
-                    #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
-                    #expect(try Lab.transportState() == "PLAYING")
-                    _ = try bus.playerctl("-p", player, "stop")
-                    try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+                // `route move` without --to: the picker asks only where to, moves it, and route says where it plays.
+                let move = try sandbox.start(["move"], environment: environment)
+                let only = try gui.rows(until: "Move “moving song” from This computer to:")
+                #expect(only.first { ($0["name"] as? String)?.hasPrefix("This computer") == true }?["enabled"] as? Bool == false, "\(only)")
+                try gui.keys(["type", "--delay", "20", "renderer"], window: "^Move")
+                try gui.keys(["key", "Return"], window: "^Move")
+                let answered = await move.finish(within: 30)
+                #expect(answered.status == 0 && answered.stdout.hasPrefix("moved: moving song plays on Lab Renderer at "), "\(answered)")
+                #expect(try Lab.transportState() == "PLAYING")
+                // Escape there moves nothing.
+                let kept = try sandbox.start(["move"], environment: environment)
+                _ = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
+                try gui.keys(["key", "Escape"], window: "^Move")
+                let cancelled = await kept.finish(within: 10)
+                #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
+                #expect(try Lab.transportState() == "PLAYING")
+                _ = try bus.playerctl("-p", player, "stop")
+                try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
 
-                    // Another app's cast (plain SOAP) is shown, mirrored, and offers no move: it is not route's.
-                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", song])
-                    defer { kill(server.pid, SIGTERM) }
-                    try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
-                    let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
-                    try Lab.playAsAnotherController(url)
-                    let watching = try sandbox.start(["pick"], environment: environment)
-                    let mirrored = try gui.rows(until: "Lab Renderer, DLNA · another app plays ")
-                    #expect(mirrored.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["buttons"] as? [String] == [], "\(mirrored)")
-                    try gui.keys(["key", "Escape"])
-                    let watched = await watching.finish(within: 10)
-                    #expect(watched.status == 1, "\(watched)")
-                    _ = try Lab.soap("AVTransport", "Stop")
-                    kill(server.pid, SIGTERM)
-                    let served = await server.finish(within: 10)
-                    #expect(!served.stdout.isEmpty, "\(served)")
-                    kill(service.pid, SIGTERM)
-                    _ = await service.finish(within: 10)
-                }
+                // Another app's cast (plain SOAP) is shown, mirrored, and offers no move: it is not route's.
+                let server = try sandbox.start(["serve", "--bind", "10.77.0.1", song])
+                defer { kill(server.pid, SIGTERM) }
+                try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
+                let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
+                try Lab.playAsAnotherController(url)
+                let watching = try sandbox.start(["pick"], environment: environment)
+                let mirrored = try gui.rows(until: "Lab Renderer, DLNA · another app plays ")
+                #expect(mirrored.first { ($0["name"] as? String)?.hasPrefix("Lab Renderer") == true }?["buttons"] as? [String] == [], "\(mirrored)")
+                try gui.keys(["key", "Escape"])
+                let watched = await watching.finish(within: 10)
+                #expect(watched.status == 1, "\(watched)")
+                _ = try Lab.soap("AVTransport", "Stop")
+                kill(server.pid, SIGTERM)
+                let served = await server.finish(within: 10)
+                #expect(!served.stdout.isEmpty, "\(served)")
+                kill(service.pid, SIGTERM)
+                _ = await service.finish(within: 10)
             }
         }
 
@@ -427,6 +409,18 @@ extension LabTests {
             try process.run()
             try handle.close()
             return process
+        }
+
+        /// Runs `body` with the lab's renderer started afresh, a private session bus, an X server with the accessibility
+        /// bus on it, and a sandbox.
+        private func withGUILab(_ body: (PrivateSessionBus, GUISession, Sandbox) async throws -> Void) async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                let gui = try await GUISession(bus: bus)
+                defer { gui.stop() }
+                try await inSandbox { sandbox in try await body(bus, gui, sandbox) }
+            }
         }
 
         /// Waits until the service's Devices property names every one of `names` (as gdbus prints them).
