@@ -42,6 +42,8 @@ struct RoutePicker {
     /// The device the move under way goes to (NULL: none under way), and its name.
     char *moving_to;
     char *moving_to_name;
+    /// The window was closed while a move was under way: it ends once the move has, with its outcome.
+    bool close_when_moved;
 };
 
 typedef struct {
@@ -196,24 +198,43 @@ static void choose(RoutePicker *picker, GtkListBoxRow *row, const char *how) {
     picker->move(picker->context, picker->moving_from, picker->moving_to);
 }
 
+/// Ends asking where to when what was to move no longer plays on its device (or the device has gone): a window that
+/// only moves ends; one that picks goes back to picking and says why. Nothing while a move is under way.
+static void check_source(RoutePicker *picker) {
+    if (picker->moving_from == NULL || picker->moving_title == NULL || picker->moving_to != NULL) return;
+    GtkListBoxRow *source = g_hash_table_lookup(picker->rows, picker->moving_from);
+    if (source != NULL && *row_text(source, "route-session") != '\0') return;
+    char *line = g_strdup_printf("“%s” no longer plays on %s.", picker->moving_title, picker->moving_name);
+    g_printerr("route-picker: %s\n", line);
+    if (picker->move_only) finish(picker, NULL, "because what was to move has ended");
+    else end_move(picker, line);
+    g_free(line);
+}
+
 static gboolean move_finished(gpointer data) {
     RouteMoveResult *result = data;
     RoutePicker *picker = result->picker;
     if (!picker->finished && picker->moving_to) {
         char *to = picker->moving_to, *name = picker->moving_to_name;
         picker->moving_to = picker->moving_to_name = NULL;
-        if (result->error) {
-            g_printerr("route-picker: the move failed: %s\n", result->error);
+        if (result->error) g_printerr("route-picker: the move failed: %s\n", result->error);
+        if (picker->close_when_moved) {
+            finish(picker, result->error ? NULL : to, result->error ? "by closing the window (the move failed)" : "by moving there, then closing");
+        } else if (result->error) {
             char *line = g_strdup_printf("Could not move “%s” to %s: %s. Move it to:", picker->moving_title, name, result->error);
             say(picker, line);
             g_free(line);
             refresh_rows(picker);
+            // The session may have ended meanwhile (often why the move failed).
+            check_source(picker);
+            gtk_widget_grab_focus(picker->entry);
         } else if (picker->move_only) {
             finish(picker, to, "by moving there");
         } else {
             char *line = g_strdup_printf("“%s” plays on %s now.", picker->moving_title, name);
             end_move(picker, line);
             g_free(line);
+            gtk_widget_grab_focus(picker->entry);
         }
         g_free(to);
         g_free(name);
@@ -286,7 +307,14 @@ static gboolean key_pressed(GtkEventControllerKey *controller, guint keyval, gui
 
 static gboolean close_requested(GtkWindow *window, gpointer data) {
     (void)window;
-    finish(data, NULL, "by closing the window");
+    RoutePicker *picker = data;
+    // A move under way goes on in the service: the window ends once it has, saying how it went.
+    if (picker->moving_to) {
+        picker->close_when_moved = true;
+        gtk_widget_set_visible(picker->window, FALSE);
+        return TRUE;
+    }
+    finish(picker, NULL, "by closing the window");
     return TRUE;
 }
 
@@ -427,17 +455,14 @@ static gboolean apply_rows(gpointer data) {
     g_hash_table_destroy(given);
     gtk_list_box_invalidate_sort(list);
     gtk_list_box_invalidate_filter(list);
-    GtkListBoxRow *source = picker->moving_from ? g_hash_table_lookup(picker->rows, picker->moving_from) : NULL;
     if (picker->move_only && picker->moving_from && picker->moving_title == NULL) {
-        // A window that only moves asks where to once the session's device is listed.
-        if (source) start_move(picker, source);
-    } else if (picker->moving_from && picker->moving_to == NULL && (source == NULL || *row_text(source, "route-session") == '\0')) {
-        // What was to move has ended (or its device has gone) before a device was chosen for it.
-        char *line = g_strdup_printf("“%s” no longer plays on %s.", picker->moving_title, picker->moving_name);
-        if (picker->move_only) finish(picker, NULL, "because what was to move has ended");
-        else end_move(picker, line);
-        g_free(line);
+        // A window that only moves asks where to with its first rows (route-picker has checked that its device is
+        // listed and plays a session); if it no longer does, the window ends.
+        GtkListBoxRow *source = g_hash_table_lookup(picker->rows, picker->moving_from);
+        if (source && *row_text(source, "route-session") != '\0') start_move(picker, source);
+        else finish(picker, NULL, "because what was to move has ended");
     }
+    check_source(picker);
     refresh_rows(picker);
     if (update->count > 0 && !picker->drawn && !picker->watching_frames) {
         picker->watching_frames = true;
@@ -546,11 +571,30 @@ RoutePicker *route_picker_new(const char *title, const char *parent, RoutePicker
     return picker;
 }
 
+typedef struct {
+    RoutePicker *picker;
+    char *from;
+} RouteMoveOnly;
+
+static gboolean apply_move_only(gpointer data) {
+    RouteMoveOnly *request = data;
+    RoutePicker *picker = request->picker;
+    if (!picker->finished && picker->moving_from == NULL) {
+        picker->move_only = true;
+        // Asked where to with the next rows (apply_rows): the row gives what plays and the device's name.
+        picker->moving_from = request->from;
+        request->from = NULL;
+    }
+    g_free(request->from);
+    g_free(request);
+    return G_SOURCE_REMOVE;
+}
+
 void route_picker_move_only(RoutePicker *picker, const char *from) {
-    picker->move_only = true;
-    // Asked where to once its row is there (apply_rows): the row gives what plays and the device's name.
-    g_free(picker->moving_from);
-    picker->moving_from = g_strdup(from);
+    RouteMoveOnly *request = g_new0(RouteMoveOnly, 1);
+    request->picker = picker;
+    request->from = g_strdup(from);
+    g_idle_add(apply_move_only, request);
 }
 
 void route_picker_set_rows(RoutePicker *picker, const RoutePickerRow *rows, int count) {

@@ -32,7 +32,9 @@ package enum CastThroughService {
         let remote = try await client.cast(files, to: device, options: castOptions)
         let status = try await remote.status()
         if let query = parsed["to"] { CastTerminal.sayMeaning(of: query, status.device) }
-        if detach { return try await leave(remote) }
+        // Started from the desktop (no terminal): a queue whose every item was skipped ends as an error, which the
+        // desktop is told of as well.
+        if detach { return try await leave(remote, nothingPlayedIsAnError: parsed.has("pick") && isatty(STDERR_FILENO) == 0) }
         let cast = ServiceCast(remote)
         return try await CastTerminal.drive(cast, device: status.device) { try await cast.run() }
     }
@@ -53,7 +55,7 @@ package enum CastThroughService {
     }
 
     /// `--detach`: returns once the device plays (or the queue has ended already), the session left to the service.
-    private static func leave(_ session: RemoteSession) async throws -> ExitCode {
+    private static func leave(_ session: RemoteSession, nothingPlayedIsAnError: Bool) async throws -> ExitCode {
         for await event in session.events() {
             switch event {
             case .status(let status):
@@ -65,6 +67,7 @@ package enum CastThroughService {
                 printError("route cast: \(words)")
             case .ended(let end):
                 if let failure = end.failure { throw failure }
+                if nothingPlayedIsAnError, let skipped = end.skipped { throw skipped }
                 return end.skipped.map { ExitCode(for: $0) } ?? .success
             }
         }

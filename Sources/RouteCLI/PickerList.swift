@@ -47,7 +47,9 @@ package enum PickerList {
     /// session of the service's or another controller's; a device that cannot play `media` is listed but not choosable.
     package static func entries(_ devices: [MediaDevice], playing: [String: RouteServiceClient.Playing] = [:],
                                 media: PickMedia? = nil) -> [PickerEntry] {
-        let sorted = devices.sorted { first, second in
+        // A device that plays but is in no list (one named by its address) is listed too.
+        let unlisted = playing.filter { id, _ in device(id, in: devices) == nil }.map(\.value.device)
+        let sorted = (devices + unlisted).sorted { first, second in
             let (firstLocal, secondLocal) = (isThisComputer(first), isThisComputer(second))
             if firstLocal != secondLocal { return firstLocal }
             return first.name.localizedStandardCompare(second.name) == .orderedAscending
@@ -55,7 +57,8 @@ package enum PickerList {
         return sorted.map { device in
             var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
             // What plays before the other names: the line may be cut short.
-            let now = playing[device.id]
+            // Sessions and mirrors may know the device by the id of another of its routes.
+            let now = playing[device.id] ?? device.routes.lazy.compactMap { playing[$0.id] }.first
             if let now { parts.append(now.session == nil ? "another app plays \(now.title)" : "playing \(now.title)") }
             let others = device.names.filter { $0 != device.name }
             if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
@@ -65,6 +68,11 @@ package enum PickerList {
                                icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "),
                                choosable: choosable, sessionTitle: now.flatMap { $0.session == nil ? nil : DisplayText.clean($0.title) })
         }
+    }
+
+    /// The device of `devices` that `id` names: its own id, or the id of one of its routes.
+    package static func device(_ id: String, in devices: [MediaDevice]) -> MediaDevice? {
+        devices.first { $0.id == id } ?? devices.first { $0.routes.contains { $0.id == id } }
     }
 
     /// What a person calls the built-in providers' protocols.

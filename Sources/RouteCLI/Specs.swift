@@ -49,7 +49,7 @@ package enum Specs {
         With --detach, the route service (`route service`) plays the queue: route returns once the device plays, and
         route pause|stop|status --to DEVICE, the desktop's media controls and apps control it.
         With --pick, the device is chosen in the route service's picker window (the terminal's picker where there is no
-        display); devices that cannot play the files' kind are greyed. Closing the picker casts nothing (exit 1). When
+        display); when the files are all of one kind (sound, video, pictures), devices that cannot play it are greyed. Closing the picker casts nothing (exit 1). When
         there is no terminal (the file manager's "Play on a device…"), an error shows as a desktop notification too.
         """,
         examples: [
@@ -126,8 +126,8 @@ package enum Specs {
         Shows the route service's device picker: a window listing the devices as they are found — This computer first,
         then by name, each with its protocols and what it plays now — in which typing filters, the arrows and Enter
         choose, and Escape or closing the window chooses nothing. A device that plays a cast of the service's offers
-        "Move…" (Ctrl+M on its row): the window then asks where to, moves the cast to the device chosen and says so, and
-        goes on picking. Another app's cast shows as "another app plays …". Without a display (DISPLAY, WAYLAND_DISPLAY) or the
+        "Move…" (Ctrl+M on its row): the window then asks where to (Escape: back to picking), moves the cast to the
+        device chosen and says so, and goes on picking. Another app's cast shows as "another app plays …". Without a display (DISPLAY, WAYLAND_DISPLAY) or the
         service, the same list is asked at the terminal (a number or a name; Enter alone: nothing). Prints the choice as
         NAME<tab>ID (--json: the device as route devices --json gives it) and exits 0; exits 1 with nothing printed when
         nothing was chosen. Apps ask for the same window with PickDevice (Documentation/DBUS-API.md) or
@@ -149,7 +149,7 @@ package enum Specs {
         within 15 s or refuses it, the cast plays on where it was and route says why (exit 1, or 5 if it cannot be reached).
         Casts made without the route service (no session bus, --providers) cannot be moved.
         Without --to, the device picker asks where to (a display is needed): choosing a device there moves the cast, and
-        the window says how it went; closing it moves nothing (exit 1). `route pick` moves casts too: a device that plays
+        the window says how it went; Escape or closing it before a device is chosen moves nothing (exit 1). `route pick` moves casts too: a device that plays
         one offers "Move…" (Ctrl+M).
         """,
         examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move"])

@@ -13,10 +13,13 @@ public enum DesktopNotification {
         do { bus = try DBusConnection.session() } catch let error as DBusError {
             throw RouteServiceError(name: "org.freedesktop.DBus.Error.NoServer", error.message)
         }
-        // The body is markup where the server supports it: what route says is text.
-        let text = body.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
         do {
+            // The body is markup where the server says it takes markup: what route says is text.
+            let capabilities = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                                                  interface: "org.freedesktop.Notifications", method: "GetCapabilities", timeout: .seconds(5))
+            let markup = capabilities.first.map { if case .strings(let names) = $0.unwrapped { names.contains("body-markup") } else { false } } ?? false
+            let text = !markup ? body : body.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
             _ = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                    interface: "org.freedesktop.Notifications", method: "Notify",
                                    [.string("route"), .uint32(0), .string(icon), .string(summary), .string(text), .strings([]),

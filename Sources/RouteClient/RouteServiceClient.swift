@@ -350,7 +350,8 @@ public final class RouteServiceClient: Sendable {
 
     /// Shows the service's device picker to move a session: the one playing on the device `from` names, or (nil) the
     /// only or active one, as `move(to:from:)` finds it. The session moves to the device the person chooses, in the
-    /// window, which says so and closes; returns that device, or nil when they closed the picker (nothing moved).
+    /// window, which says so and closes; returns that device, or nil when they closed the picker before choosing one
+    /// (nothing moved; a window closed while the move is under way answers once it has).
     /// - Throws: `RouteServiceError` (`NoDevice` when nothing plays; as `pickDevice(media:)` otherwise).
     public func pickDeviceToMove(from: String? = nil, parentWindow: String = "") async throws -> MediaDevice? {
         try await pick(["moveFrom": .string(from ?? "")], parentWindow: parentWindow)
@@ -408,13 +409,16 @@ public final class RouteServiceClient: Sendable {
     /// What a device plays now: a session of the service's (which `move(to:from:)` can move), or another controller's
     /// that the service mirrors.
     public struct Playing: Sendable, Equatable {
+        /// The device it plays on, as its session knows it (a device named by address is in no device list).
+        public var device: MediaDevice
         /// The item's title.
         public var title: String
         /// The service's own session (nil: another controller's, mirrored).
         public var session: String?
 
-        /// `title`, played by the service's session at path `session`, or mirrored when nil.
-        public init(title: String, session: String?) {
+        /// `title` on `device`, played by the service's session at path `session`, or mirrored when nil.
+        public init(device: MediaDevice, title: String, session: String?) {
+            self.device = device
             self.title = title
             self.session = session
         }
@@ -424,7 +428,7 @@ public final class RouteServiceClient: Sendable {
     /// or plays another item, a mirror starts or ends — until the stream is dropped; it ends with an error when the
     /// service leaves the bus. A device playing in a session of the service's and mirrored shows the session.
     public func playingUpdates() -> AsyncThrowingStream<[String: Playing], any Error> {
-        let changes = bus.signals(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+        let changes = bus.signals(sender: RouteServiceAPI.busName, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
         let mirrors = bus.signals(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, member: "Mirror")
         let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                  arg0: RouteServiceAPI.busName)
@@ -434,8 +438,12 @@ public final class RouteServiceClient: Sendable {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         // Each change wakes the reader; bursts (a session's several properties) make one reading.
                         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                        // Only what changes who plays what: not a session's position, which changes all the time.
                         group.addTask {
-                            for await signal in changes where signal.path.hasPrefix(RouteServiceAPI.managerPath) { wake.yield() }
+                            for await signal in changes where signal.path.hasPrefix(RouteServiceAPI.managerPath) && signal.arguments.count > 1 {
+                                guard case .dictionary(let changed) = signal.arguments[1].unwrapped else { continue }
+                                if !changed.keys.filter(["Sessions", "Item", "Device"].contains).isEmpty { wake.yield() }
+                            }
                         }
                         group.addTask { for await _ in mirrors { wake.yield() } }
                         group.addTask {
@@ -447,7 +455,9 @@ public final class RouteServiceClient: Sendable {
                             var last: [String: Playing]?
                             wake.yield()
                             for await _ in wakes {
-                                let now = try await self.playingNow()
+                                // A reading that fails (a session ending as it is read) waits for the next change; the
+                                // service leaving ends the stream above.
+                                guard let now = try? await self.playingNow() else { continue }
                                 if now != last { continuation.yield(now) }
                                 last = now
                             }
@@ -471,12 +481,12 @@ public final class RouteServiceClient: Sendable {
                                    method: "Get", [.string(RouteServiceAPI.managerInterface), .string("Mirrors")])
         for value in reply.first?.unwrapped.elements ?? [] {
             guard let mirror = try? DBusCoding.decode(Mirror.self, from: value), !mirror.ended else { continue }
-            playing[mirror.device.id] = Playing(title: mirror.title ?? "something", session: nil)
+            playing[mirror.device.id] = Playing(device: mirror.device, title: mirror.title ?? "something", session: nil)
         }
         for session in try await sessions() {
             // A session that ended between the two calls is no longer there to ask.
             guard let status = try? await session.status() else { continue }
-            playing[status.device.id] = Playing(title: status.title, session: session.path)
+            playing[status.device.id] = Playing(device: status.device, title: status.title, session: session.path)
         }
         return playing
     }

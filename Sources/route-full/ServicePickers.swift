@@ -215,6 +215,7 @@ final class PickRequest: Sendable, DBusObjectHandler {
         case (1, .exit): return (1, [:])
         case (3, .exit): return (2, ["error": .string("there is no display to show the picker on (DISPLAY, WAYLAND_DISPLAY)")])
         case (4, .exit): return (2, ["error": .string("the picker window could not reach the route service")])
+        case (5, .exit): return (2, ["error": .string("what was to move no longer plays")])
         default:
             return (2, ["error": .string("the picker window ended with \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(status)")])
         }

@@ -1,8 +1,8 @@
 // route-picker: the device picker window, in a process of its own (the route service starts it for a PickDevice
 // request, so that a fault in the window never takes the service down). It lists the service's devices live, with
 // what each plays; prints the chosen device's id and exits 0, or exits 1 when closed or Escape is pressed, 3 without a
-// display, 4 when the service cannot be reached or leaves. A row whose device plays a session of the service's offers
-// to move it; the window moves it through the service. Options: --media audio|video|image, --parent WINDOW
+// display, 4 when the service cannot be reached or leaves, 5 when a window that only moves finds nothing to move. A
+// row whose device plays a session of the service's offers to move it; the window moves it through the service. Options: --media audio|video|image, --parent WINDOW
 // ("x11:XID", "wayland:HANDLE"), --title TEXT, --move-from DEVICE-ID (the window only moves that device's session, and
 // prints where it went), --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
 
@@ -18,6 +18,8 @@ final class PickerOutcome: Sendable {
     let chosen = Mutex<String?>(nil)
     /// The service could not be reached, or left.
     let lost = Mutex(false)
+    /// A window that only moves found nothing of the service's playing where it was to move from.
+    let nothingToMove = Mutex(false)
     /// The service, once connected: the window's moves go through it.
     let client = Mutex<RouteServiceClient?>(nil)
     /// The window, once made.
@@ -73,7 +75,10 @@ let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
 }, { context, from, to in
     // The person chose where a session goes: the service moves it, and the window hears how that went.
     let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
-    guard let from, let to, let client = outcome.client.withLock({ $0 }), let window = outcome.window.withLock({ $0 }) else { return }
+    guard let window = outcome.window.withLock({ $0 }) else { return }
+    guard let from, let to, let client = outcome.client.withLock({ $0 }) else {
+        return route_picker_move_finished(window.pointer, "the route service is not connected")
+    }
     let (source, target) = (String(cString: from), String(cString: to))
     Task.detached {
         do {
@@ -87,7 +92,6 @@ let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
 let window = PickerWindow(picker!)
 outcome.window.withLock { $0 = window }
 if options["close-on-hangup"] == "stdin" { route_picker_close_on_hangup(picker, STDIN_FILENO) }
-if let from = options["move-from"] { route_picker_move_only(picker, from) }
 
 /// Hands the rows to the window (copied there).
 func show(_ entries: [PickerEntry], in window: PickerWindow) {
@@ -113,7 +117,7 @@ enum PickerNews: Sendable {
 
 /// Follows the service's devices and what plays on them, and shows them (once both are known); when the service cannot
 /// be reached or leaves, the window closes (exit 4) and says why on stderr (the service's log).
-let following = Task.detached { [window, media] in
+let following = Task.detached { [window, media, moveFrom = options["move-from"]] in
     do {
         let client = try await RouteServiceClient.connect(starting: nil)
         outcome.client.withLock { $0 = client }
@@ -129,18 +133,35 @@ let following = Task.detached { [window, media] in
             }
             group.addTask {
                 var devices: [MediaDevice]?, playing: [String: RouteServiceClient.Playing]?
+                var moveFrom = moveFrom
                 for await item in news {
                     switch item {
                     case .devices(let list): devices = list
                     case .playing(let now): playing = now
                     }
                     guard let devices, let playing else { continue }
-                    show(PickerList.entries(devices, playing: playing, media: media), in: window)
+                    let entries = PickerList.entries(devices, playing: playing, media: media)
+                    if let from = moveFrom {
+                        // A window that only moves: the row of the device its session plays on (the service names it by
+                        // the session's route, which may not be the device's own id), before the rows.
+                        moveFrom = nil
+                        let row = PickerList.device(from, in: devices + playing.values.map(\.device)).map(\.id)
+                        guard let row, entries.contains(where: { $0.id == row && $0.sessionTitle != nil }) else {
+                            throw RouteServiceError(name: RouteServiceAPI.ErrorName.noDevice, "nothing of the route service's plays on \(from) any more")
+                        }
+                        route_picker_move_only(window.pointer, row)
+                    }
+                    show(entries, in: window)
                 }
             }
             defer { group.cancelAll() }
             try await group.next()
         }
+    } catch let error as RouteServiceError where error.name == RouteServiceAPI.ErrorName.noDevice {
+        printError("route-picker: \(error)")
+        outcome.nothingToMove.withLock { $0 = true }
+        route_picker_cancel(window.pointer)
+        return
     } catch {
         // The window has answered (its end cancels this), or the service has gone.
         if Task.isCancelled { return }
@@ -152,7 +173,9 @@ let following = Task.detached { [window, media] in
 
 route_picker_run(picker)
 following.cancel()
-guard let chosen = outcome.chosen.withLock({ $0 }) else { exit(outcome.lost.withLock { $0 } ? 4 : 1) }
+guard let chosen = outcome.chosen.withLock({ $0 }) else {
+    exit(outcome.nothingToMove.withLock { $0 } ? 5 : outcome.lost.withLock { $0 } ? 4 : 1)
+}
 print(chosen)
 fflush(nil)
 exit(0)

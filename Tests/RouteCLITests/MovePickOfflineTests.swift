@@ -11,10 +11,14 @@ import Testing
         try await inSandbox { sandbox in
             let move = try await sandbox.run(["move", "--to", "this"], environment: environment)
             #expect(move.status == 4 && move.stderr.contains("a cast made without it cannot be moved") && move.stdout.isEmpty, "\(move)")
-            let unnamed = try await sandbox.run(["move"], environment: environment)
+            // No --to and no display for the picker to ask on: what it needs; with a display, the service is missing.
+            let headless = environment.merging(["DISPLAY": "", "WAYLAND_DISPLAY": ""]) { $1 }
+            let unnamed = try await sandbox.run(["move"], environment: headless)
             #expect(unnamed.status == 2 && unnamed.stderr.contains("route move needs --to DEVICE"), "\(unnamed)")
+            let shown = try await sandbox.run(["move"], environment: environment.merging(["DISPLAY": ":99"]) { $1 })
+            #expect(shown.status == 4 && shown.stderr.contains("a cast made without it cannot be moved"), "\(shown)")
             // In-process, no terminal to ask on and no display: one line, exit 1, nothing printed.
-            let pick = try await sandbox.run(["pick"], environment: environment.merging(["DISPLAY": "", "WAYLAND_DISPLAY": ""]) { $1 })
+            let pick = try await sandbox.run(["pick"], environment: headless)
             #expect(pick.status == 1 && pick.stderr.contains("route pick needs a display") && pick.stdout.isEmpty, "\(pick)")
             let media = try await sandbox.run(["pick", "--media", "smell"], environment: environment)
             #expect(media.status == 2 && media.stderr.contains("--media takes audio, video or image"), "\(media)")

@@ -222,7 +222,7 @@ extension LabTests {
                 kill(left.pid, SIGKILL)
                 _ = await left.finish(within: 5)
                 try await Lab.until("the window of a client that left is gone", within: 5) {
-                    try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0
+                    try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0
                 }
                 let open = try sandbox.start(["pick"], environment: environment)
                 _ = try gui.rows(until: "This computer")
@@ -248,7 +248,7 @@ extension LabTests {
                 let validated = try Lab.tool("/usr/bin/desktop-file-validate", [entry])
                 #expect(validated.status == 0 && validated.text.isEmpty, "\(validated.text)")
                 let text = try String(contentsOfFile: entry, encoding: .utf8)
-                #expect(text.contains("Exec=\(prefix)/bin/route cast --pick --detach %F") && text.contains("Name=Play on a device…"), "\(text)")
+                #expect(text.contains("Exec=\"\(prefix)/bin/route\" cast --pick --detach %F") && text.contains("Name=Play on a device…"), "\(text)")
                 for type in ["video/mp4", "audio/flac", "audio/x-wav", "image/jpeg"] {
                     let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
                     #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
@@ -297,7 +297,7 @@ extension LabTests {
                 let notice = try await notifications.next(within: 10)
                 #expect(notice["summary"] as? String == "Could not play \"broken.mp4\"" && (notice["body"] as? String)?.contains("empty") == true,
                         "\(notice)")
-                #expect(try Lab.tool("/usr/bin/pgrep", ["-x", "route-picker"]).status != 0, "no picker for a file that cannot play")
+                #expect(try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0, "no picker for a file that cannot play")
 
                 // Closing the picker plays nothing and says nothing.
                 let closed = try Self.launch(entry, [first], sandbox: sandbox, gui: gui, prefix: prefix)
@@ -370,6 +370,9 @@ extension LabTests {
                 #expect(try Lab.transportState() == "PLAYING")
                 _ = try bus.playerctl("-p", player, "stop")
                 try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
+                // Nothing to move: no window, one line.
+                let nothing = try await sandbox.run(["move"], environment: environment)
+                #expect(nothing.status == 4 && nothing.stderr.contains("nothing is being cast by the route service"), "\(nothing)")
 
                 // Another app's cast (plain SOAP) is shown, mirrored, and offers no move: it is not route's.
                 let server = try sandbox.start(["serve", "--bind", "10.77.0.1", song])

@@ -43,9 +43,9 @@ bool route_picker_init(void);
 RoutePicker *route_picker_new(const char *title, const char *parent, RoutePickerDone done, RoutePickerShown shown,
                               RoutePickerMove move, void *context);
 
-/// Makes the window one that moves the session playing on the device `from` (an id): once its row is there, the window
-/// asks where to; a device chosen is handed to `move`, and once the move has succeeded the window ends with it chosen.
-/// Call before `route_picker_run`.
+/// Makes the window one that moves the session playing on the device `from` (a row's id): with the next rows the window
+/// asks where to (it ends, as cancelled, if that row plays no session); a device chosen is handed to `move`, and once
+/// the move has succeeded the window ends with it chosen. From any thread, before the first rows are given.
 void route_picker_move_only(RoutePicker *picker, const char *from);
 
 /// Says how the move `move` asked for went, from any thread: NULL when the session plays on the new device (the window
