@@ -169,7 +169,7 @@ actor RendererController: RouteController {
         }
         expectingStop = false
         do {
-            try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+            try await playRetryingFailedAction()
         } catch let error as RouteError where error.code == .commandFailed && (error.reason ?? "").contains("(701") {
             let reason = error.reason ?? ""
             // 701 "transition not available" from a renderer that is already playing (Rygel, after
@@ -177,6 +177,18 @@ actor RendererController: RouteController {
             let state = (try? await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout))?["CurrentTransportState"]
             guard state == "PLAYING" || state == "TRANSITIONING" else { throw RouteError.commandFailed(device: device.name, command: "play", reason: reason) }
             applyTransportState(state ?? "PLAYING")
+        }
+    }
+
+    /// Play, asked again (twice at most, 0.3 s apart) when the renderer answers 501 "action failed": gmediarender does
+    /// when its player has not let go of the previous stream yet, and plays when asked a moment later.
+    private func playRetryingFailedAction() async throws {
+        for attempt in 0... {
+            do {
+                return try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+            } catch let error as RouteError where attempt < 2 && error.code == .commandFailed && (error.reason ?? "").contains("(501") {
+                try await Task.sleep(for: .milliseconds(300))
+            }
         }
     }
 
