@@ -182,12 +182,15 @@ actor RendererController: RouteController {
 
     /// Play, asked again (twice at most, 0.3 s apart) when the renderer answers 501 "action failed": gmediarender does
     /// when its player has not let go of the previous stream yet, and plays when asked a moment later.
+    /// Not asked again once something else was asked meanwhile (a Stop, another item loaded, the controller closed).
     private func playRetryingFailedAction() async throws {
+        let asked = generation
         for attempt in 0... {
             do {
                 return try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
             } catch let error as RouteError where attempt < 2 && error.code == .commandFailed && (error.reason ?? "").contains("(501") {
                 try await Task.sleep(for: .milliseconds(300))
+                guard generation == asked, !expectingStop, !closed else { throw error }
             }
         }
     }

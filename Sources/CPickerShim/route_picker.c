@@ -219,7 +219,9 @@ static gboolean move_finished(gpointer data) {
         picker->moving_to = picker->moving_to_name = NULL;
         if (result->error) g_printerr("route-picker: the move failed: %s\n", result->error);
         if (picker->close_when_moved) {
-            finish(picker, result->error ? NULL : to, result->error ? "by closing the window (the move failed)" : "by moving there, then closing");
+            // Only a window that only moves answers with where the move went: one that picks was closed unanswered.
+            finish(picker, picker->move_only && !result->error ? to : NULL,
+                   result->error ? "by closing the window (the move failed)" : "by closing the window once the move was made");
         } else if (result->error) {
             char *line = g_strdup_printf("Could not move “%s” to %s: %s. Move it to:", picker->moving_title, name, result->error);
             say(picker, line);
@@ -494,12 +496,25 @@ static void realized(GtkWidget *window, gpointer data) {
     (void)surface;
 }
 
+typedef struct {
+    RoutePicker *picker;
+    char *why;
+} RouteCancel;
+
 static gboolean cancelled(gpointer data) {
-    finish(data, NULL, "because the route service could not be reached");
+    RouteCancel *cancel = data;
+    finish(cancel->picker, NULL, cancel->why);
+    g_free(cancel->why);
+    g_free(cancel);
     return G_SOURCE_REMOVE;
 }
 
-void route_picker_cancel(RoutePicker *picker) { g_idle_add(cancelled, picker); }
+void route_picker_cancel(RoutePicker *picker, const char *why) {
+    RouteCancel *cancel = g_new0(RouteCancel, 1);
+    cancel->picker = picker;
+    cancel->why = g_strdup(why ? why : "");
+    g_idle_add(cancelled, cancel);
+}
 
 static gboolean hangup(gint fd, GIOCondition condition, gpointer data) {
     char buffer[64];

@@ -57,16 +57,23 @@ package enum PickerList {
         return sorted.map { device in
             var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
             // What plays before the other names: the line may be cut short.
-            // Sessions and mirrors may know the device by the id of another of its routes.
-            let now = playing[device.id] ?? device.routes.lazy.compactMap { playing[$0.id] }.first
-            if let now { parts.append(now.session == nil ? "another app plays \(now.title)" : "playing \(now.title)") }
+            // Sessions and mirrors may know the device by the id of another of its routes; a session of the service's
+            // (which can be moved) over another app's.
+            let known = [playing[device.id]].compactMap { $0 } + device.routes.compactMap { playing[$0.id] }
+            let now = known.first { $0.session != nil } ?? known.first
+            let title = now.map { $0.title.trimmingCharacters(in: .whitespaces).isEmpty ? "something" : $0.title }
+            if let now, let title { parts.append(now.session == nil ? "another app plays \(title)" : "playing \(title)") }
             let others = device.names.filter { $0 != device.name }
             if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }
-            let choosable = media.map { device.capabilities.contains($0.capability) } ?? true
-            if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
+            // A device only a session knows (named by its address) can be moved from, not chosen: the service finds
+            // what is chosen in its lists.
+            let listed = unlisted.allSatisfy { $0.id != device.id }
+            let choosable = listed && (media.map { device.capabilities.contains($0.capability) } ?? true)
+            if !listed { parts.append("reached by its address") }
+            else if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
             return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
                                icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "),
-                               choosable: choosable, sessionTitle: now.flatMap { $0.session == nil ? nil : DisplayText.clean($0.title) })
+                               choosable: choosable, sessionTitle: now?.session == nil ? nil : title.map { DisplayText.clean($0) })
         }
     }
 

@@ -15,9 +15,9 @@ public enum DesktopNotification {
         }
         do {
             // The body is markup where the server says it takes markup: what route says is text.
-            let capabilities = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+            let capabilities = try? await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                                   interface: "org.freedesktop.Notifications", method: "GetCapabilities", timeout: .seconds(5))
-            let markup = capabilities.first.map { if case .strings(let names) = $0.unwrapped { names.contains("body-markup") } else { false } } ?? false
+            let markup = capabilities?.first.map { if case .strings(let names) = $0.unwrapped { names.contains("body-markup") } else { false } } ?? false
             let text = !markup ? body : body.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
                 .replacingOccurrences(of: ">", with: "&gt;")
             _ = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",

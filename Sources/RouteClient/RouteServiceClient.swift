@@ -454,10 +454,21 @@ public final class RouteServiceClient: Sendable {
                         group.addTask {
                             var last: [String: Playing]?
                             wake.yield()
+                            var failures = 0
                             for await _ in wakes {
-                                // A reading that fails (a session ending as it is read) waits for the next change; the
-                                // service leaving ends the stream above.
-                                guard let now = try? await self.playingNow() else { continue }
+                                // A reading that fails (a session ending as it is read) is tried again in a moment; the
+                                // fifth failure in a row ends the stream with its error, as the service leaving does.
+                                let now: [String: Playing]
+                                do {
+                                    now = try await self.playingNow()
+                                    failures = 0
+                                } catch {
+                                    failures += 1
+                                    if failures == 5 { throw error }
+                                    try await Task.sleep(for: .milliseconds(500))
+                                    wake.yield()
+                                    continue
+                                }
                                 if now != last { continuation.yield(now) }
                                 last = now
                             }

@@ -20,6 +20,9 @@ final class PickerOutcome: Sendable {
     let lost = Mutex(false)
     /// A window that only moves found nothing of the service's playing where it was to move from.
     let nothingToMove = Mutex(false)
+    /// For each row whose device plays a session of the service's: the device id the session knows it by (what Move's
+    /// `from` finds it by).
+    let sources = Mutex<[String: String]>([:])
     /// The service, once connected: the window's moves go through it.
     let client = Mutex<RouteServiceClient?>(nil)
     /// The window, once made.
@@ -79,7 +82,8 @@ let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
     guard let from, let to, let client = outcome.client.withLock({ $0 }) else {
         return route_picker_move_finished(window.pointer, "the route service is not connected")
     }
-    let (source, target) = (String(cString: from), String(cString: to))
+    let row = String(cString: from), target = String(cString: to)
+    let source = outcome.sources.withLock { $0[row] } ?? row
     Task.detached {
         do {
             _ = try await client.move(to: target, from: source)
@@ -107,6 +111,12 @@ func show(_ entries: [PickerEntry], in window: PickerWindow) {
                        search: keep(entry.search), choosable: entry.choosable, session_title: entry.sessionTitle.flatMap(keep))
     }
     rows.withUnsafeBufferPointer { route_picker_set_rows(window.pointer, $0.baseAddress, Int32($0.count)) }
+}
+
+/// A window that only moves found nothing of the service's playing on the device it was to move from.
+struct NothingToMove: Error, CustomStringConvertible {
+    var from: String
+    var description: String { "nothing of the route service's plays on \(from) any more" }
 }
 
 /// What the window shows: the devices and what plays on them, each as the service last said.
@@ -141,14 +151,19 @@ let following = Task.detached { [window, media, moveFrom = options["move-from"]]
                     }
                     guard let devices, let playing else { continue }
                     let entries = PickerList.entries(devices, playing: playing, media: media)
+                    // What each row's session is known by to the service (the row may be the device under another id).
+                    outcome.sources.withLock { sources in
+                        sources = [:]
+                        for (key, now) in playing where now.session != nil {
+                            sources[PickerList.device(key, in: devices)?.id ?? key] = key
+                        }
+                    }
                     if let from = moveFrom {
                         // A window that only moves: the row of the device its session plays on (the service names it by
-                        // the session's route, which may not be the device's own id), before the rows.
+                        // the session's device, whose id may be another of the listed device's routes), before the rows.
                         moveFrom = nil
-                        let row = PickerList.device(from, in: devices + playing.values.map(\.device)).map(\.id)
-                        guard let row, entries.contains(where: { $0.id == row && $0.sessionTitle != nil }) else {
-                            throw RouteServiceError(name: RouteServiceAPI.ErrorName.noDevice, "nothing of the route service's plays on \(from) any more")
-                        }
+                        let row = PickerList.device(from, in: devices)?.id ?? from
+                        guard entries.contains(where: { $0.id == row && $0.sessionTitle != nil }) else { throw NothingToMove(from: from) }
                         route_picker_move_only(window.pointer, row)
                     }
                     show(entries, in: window)
@@ -157,10 +172,10 @@ let following = Task.detached { [window, media, moveFrom = options["move-from"]]
             defer { group.cancelAll() }
             try await group.next()
         }
-    } catch let error as RouteServiceError where error.name == RouteServiceAPI.ErrorName.noDevice {
+    } catch let error as NothingToMove {
         printError("route-picker: \(error)")
         outcome.nothingToMove.withLock { $0 = true }
-        route_picker_cancel(window.pointer)
+        route_picker_cancel(window.pointer, "because there is nothing to move")
         return
     } catch {
         // The window has answered (its end cancels this), or the service has gone.
@@ -168,7 +183,7 @@ let following = Task.detached { [window, media, moveFrom = options["move-from"]]
         printError("route-picker: \(error)")
     }
     outcome.lost.withLock { $0 = true }
-    route_picker_cancel(window.pointer)
+    route_picker_cancel(window.pointer, "because the route service could not be reached")
 }
 
 route_picker_run(picker)

@@ -55,8 +55,9 @@ void route_picker_move_finished(RoutePicker *picker, const char *error);
 /// Replaces the rows, keeping the selected one selected. From any thread: applied on GTK's.
 void route_picker_set_rows(RoutePicker *picker, const RoutePickerRow *rows, int count);
 
-/// Closes the window as cancelled, from any thread (the service cannot be reached).
-void route_picker_cancel(RoutePicker *picker);
+/// Closes the window as cancelled, from any thread (the service cannot be reached, say); `why` goes to the log
+/// ("because …").
+void route_picker_cancel(RoutePicker *picker, const char *why);
 
 /// Closes the window as cancelled when `fd` reaches its end or hangs up (the service that started the picker keeps the
 /// other end of its stdin, and the kernel closes it when the service dies).
