@@ -317,7 +317,7 @@ extension LabTests {
         @Test func thePickerMovesACastAndRouteMoveAsksItWhereTo() async throws {
             try await withGUILab { bus, gui, sandbox in
                 let environment = gui.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
-                let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
+                let service = try sandbox.start(["service", "--providers", "upnp,cast,local"], environment: gui.environment)
                 try await Self.until(bus, lists: ["'Lab Renderer'"])
                 let song = sandbox.root + "/moving song.wav"
                 try gstLaunch("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(song))")
@@ -368,9 +368,31 @@ extension LabTests {
                 let cancelled = await kept.finish(within: 10)
                 #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
                 #expect(try Lab.transportState() == "PLAYING")
+
+                // A device reached only by its address (a Cast receiver that does not announce itself) is in no list:
+                // while it plays the cast, the picker shows it, not choosable, and moves the cast from it.
+                try CastReceiverLab.start(["--no-publish"])
+                defer { try? Lab.control("stop-cast") }
+                let toReceiver = try await sandbox.run(["move", "--to", "10.77.0.2:8009"], environment: environment, timeout: 30)
+                #expect(toReceiver.status == 0, "\(toReceiver)")
+                try await Lab.until("the renderer has stopped", within: 5) { try Lab.transportState() == "STOPPED" }
+                let back = try sandbox.start(["move"], environment: environment)
+                let fromAddress = try gui.rows(until: "reached by its address")
+                let receiver = try #require(fromAddress.first { ($0["name"] as? String)?.contains("reached by its address") == true }, "\(fromAddress)")
+                #expect(receiver["enabled"] as? Bool == false && (receiver["name"] as? String)?.contains("playing moving song") == true, "\(receiver)")
+                #expect(fromAddress.contains { ($0["label"] as? String)?.hasPrefix("Move “moving song” from ") == true }, "\(fromAddress)")
+                try gui.keys(["type", "--delay", "20", "renderer"], window: "^Move")
+                try gui.keys(["key", "Return"], window: "^Move")
+                let returned = await back.finish(within: 30)
+                #expect(returned.status == 0 && returned.stdout.hasPrefix("moved: moving song plays on Lab Renderer at "), "\(returned)")
+                try await Lab.until("the renderer plays again", within: 5) { try Lab.transportState() == "PLAYING" }
                 _ = try bus.playerctl("-p", player, "stop")
                 try await Lab.until("the renderer stops", within: 5) { try Lab.transportState() == "STOPPED" }
                 // Nothing to move: no window, one line.
+                try await Lab.until("the session has ended", within: 10) {
+                    try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1", "--method",
+                                           "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Sessions"]).text.contains("@ao []")
+                }
                 let nothing = try await sandbox.run(["move"], environment: environment)
                 #expect(nothing.status == 4 && nothing.stderr.contains("nothing is being cast by the route service"), "\(nothing)")
 
