@@ -52,10 +52,29 @@ typedef struct {
     int count;
 } RouteRowsUpdate;
 
+/// A message to GTK's thread from another: what `handle` is given there (NULL or a copy of the text).
 typedef struct {
     RoutePicker *picker;
-    char *error;
-} RouteMoveResult;
+    char *text;
+    void (*handle)(RoutePicker *picker, const char *text);
+} RouteMessage;
+
+static gboolean deliver(gpointer data) {
+    RouteMessage *message = data;
+    message->handle(message->picker, message->text);
+    g_free(message->text);
+    g_free(message);
+    return G_SOURCE_REMOVE;
+}
+
+/// Has `handle` called with a copy of `text` on GTK's thread, from any thread.
+static void post(RoutePicker *picker, const char *text, void (*handle)(RoutePicker *, const char *)) {
+    RouteMessage *message = g_new0(RouteMessage, 1);
+    message->picker = picker;
+    message->text = g_strdup(text);
+    message->handle = handle;
+    g_idle_add(deliver, message);
+}
 
 static void finish(RoutePicker *picker, const char *id, const char *how) {
     if (picker->finished) return;
@@ -211,19 +230,17 @@ static void check_source(RoutePicker *picker) {
     g_free(line);
 }
 
-static gboolean move_finished(gpointer data) {
-    RouteMoveResult *result = data;
-    RoutePicker *picker = result->picker;
+static void move_finished(RoutePicker *picker, const char *error) {
     if (!picker->finished && picker->moving_to) {
         char *to = picker->moving_to, *name = picker->moving_to_name;
         picker->moving_to = picker->moving_to_name = NULL;
-        if (result->error) g_printerr("route-picker: the move failed: %s\n", result->error);
+        if (error) g_printerr("route-picker: the move failed: %s\n", error);
         if (picker->close_when_moved) {
             // Only a window that only moves answers with where the move went: one that picks was closed unanswered.
-            finish(picker, picker->move_only && !result->error ? to : NULL,
-                   result->error ? "by closing the window (the move failed)" : "by closing the window once the move was made");
-        } else if (result->error) {
-            char *line = g_strdup_printf("Could not move “%s” to %s: %s. Move it to:", picker->moving_title, name, result->error);
+            finish(picker, picker->move_only && !error ? to : NULL,
+                   error ? "by closing the window (the move failed)" : "by closing the window once the move was made");
+        } else if (error) {
+            char *line = g_strdup_printf("Could not move “%s” to %s: %s. Move it to:", picker->moving_title, name, error);
             say(picker, line);
             g_free(line);
             refresh_rows(picker);
@@ -241,17 +258,9 @@ static gboolean move_finished(gpointer data) {
         g_free(to);
         g_free(name);
     }
-    g_free(result->error);
-    g_free(result);
-    return G_SOURCE_REMOVE;
 }
 
-void route_picker_move_finished(RoutePicker *picker, const char *error) {
-    RouteMoveResult *result = g_new0(RouteMoveResult, 1);
-    result->picker = picker;
-    result->error = g_strdup(error);
-    g_idle_add(move_finished, result);
-}
+void route_picker_move_finished(RoutePicker *picker, const char *error) { post(picker, error, move_finished); }
 
 static void search_changed(GtkSearchEntry *entry, gpointer data) {
     (void)entry;
@@ -496,25 +505,9 @@ static void realized(GtkWidget *window, gpointer data) {
     (void)surface;
 }
 
-typedef struct {
-    RoutePicker *picker;
-    char *why;
-} RouteCancel;
+static void cancelled(RoutePicker *picker, const char *why) { finish(picker, NULL, why ? why : ""); }
 
-static gboolean cancelled(gpointer data) {
-    RouteCancel *cancel = data;
-    finish(cancel->picker, NULL, cancel->why);
-    g_free(cancel->why);
-    g_free(cancel);
-    return G_SOURCE_REMOVE;
-}
-
-void route_picker_cancel(RoutePicker *picker, const char *why) {
-    RouteCancel *cancel = g_new0(RouteCancel, 1);
-    cancel->picker = picker;
-    cancel->why = g_strdup(why ? why : "");
-    g_idle_add(cancelled, cancel);
-}
+void route_picker_cancel(RoutePicker *picker, const char *why) { post(picker, why, cancelled); }
 
 static gboolean hangup(gint fd, GIOCondition condition, gpointer data) {
     char buffer[64];
@@ -586,31 +579,14 @@ RoutePicker *route_picker_new(const char *title, const char *parent, RoutePicker
     return picker;
 }
 
-typedef struct {
-    RoutePicker *picker;
-    char *from;
-} RouteMoveOnly;
-
-static gboolean apply_move_only(gpointer data) {
-    RouteMoveOnly *request = data;
-    RoutePicker *picker = request->picker;
-    if (!picker->finished && picker->moving_from == NULL) {
-        picker->move_only = true;
-        // Asked where to with the next rows (apply_rows): the row gives what plays and the device's name.
-        picker->moving_from = request->from;
-        request->from = NULL;
-    }
-    g_free(request->from);
-    g_free(request);
-    return G_SOURCE_REMOVE;
+static void apply_move_only(RoutePicker *picker, const char *from) {
+    if (picker->finished || picker->moving_from != NULL) return;
+    picker->move_only = true;
+    // Asked where to with the next rows (apply_rows): the row gives what plays and the device's name.
+    picker->moving_from = g_strdup(from);
 }
 
-void route_picker_move_only(RoutePicker *picker, const char *from) {
-    RouteMoveOnly *request = g_new0(RouteMoveOnly, 1);
-    request->picker = picker;
-    request->from = g_strdup(from);
-    g_idle_add(apply_move_only, request);
-}
+void route_picker_move_only(RoutePicker *picker, const char *from) { post(picker, from, apply_move_only); }
 
 void route_picker_set_rows(RoutePicker *picker, const RoutePickerRow *rows, int count) {
     RouteRowsUpdate *update = g_new0(RouteRowsUpdate, 1);
