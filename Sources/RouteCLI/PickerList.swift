@@ -56,9 +56,8 @@ package enum PickerList {
         }
         return sorted.map { device in
             var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
-            // What plays before the other names: the line may be cut short.
-            // Sessions and mirrors may know the device by the id of another of its routes; a session of the service's
-            // (which can be moved) over another app's.
+            // What plays, before the other names (the line may be cut short). Sessions and mirrors may know the device
+            // by the id of another of its routes; a session of the service's (which can be moved) over another app's.
             let known = [playing[device.id]].compactMap { $0 } + device.routes.compactMap { playing[$0.id] }
             let now = known.first { $0.session != nil } ?? known.first
             let title = now.map { $0.title.trimmingCharacters(in: .whitespaces).isEmpty ? "something" : $0.title }
