@@ -7,6 +7,12 @@ import RouteCore
 import Synchronization
 
 package enum CastThroughService {
+    /// Whether `route cast` goes through the service: --detach and --pick always do (the service keeps the queue, or
+    /// shows the picker), any other cast where the service is in use.
+    package static func applies(_ parsed: ParsedArguments) -> Bool {
+        parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)
+    }
+
     /// Casts the files through the service: until the queue ends (the session ends with this process), or with
     /// `detach` until the device plays.
     package static func run(_ parsed: ParsedArguments, options: CastOptions, detach: Bool) async throws -> ExitCode {

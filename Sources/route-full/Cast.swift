@@ -15,7 +15,7 @@ enum Cast {
         // now (a bad first file ends the cast before anything plays), the rest while the queue plays. A web page's
         // media is probed once the device is known: its format is chosen for the device.
         let options = try CastOptions(parsed)
-        if parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed) {
+        if CastThroughService.applies(parsed) {
             for path in parsed.positionals where !CastSourceKinds.isURL(path) && !CastSourceKinds.isFolderOrPlaylist(path) {
                 _ = try MediaError.checkReadableFile(path)
             }

@@ -13,7 +13,7 @@ enum ThinRoute {
         switch name {
         case "devices" where ServiceMode.applies(parsed):
             return try await DeviceList.throughService(parsed)
-        case "cast" where (parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)) && parsed.positionals.allSatisfy(CastSourceKinds.serviceTakes):
+        case "cast" where CastThroughService.applies(parsed) && parsed.positionals.allSatisfy(CastSourceKinds.serviceTakes):
             return try await CastThroughService.run(parsed, options: try CastOptions(parsed), detach: parsed.has("detach"))
         case "sink" where parsed.has("detach") || parsed.has("stop"):
             return try await SinkThroughService.run(parsed)
