@@ -20,6 +20,12 @@ import Testing
             // In-process, no terminal to ask on and no display: one line, exit 1, nothing printed.
             let pick = try await sandbox.run(["pick"], environment: headless)
             #expect(pick.status == 1 && pick.stderr.contains("route pick needs a display") && pick.stdout.isEmpty, "\(pick)")
+            // route cast --pick asks the service's picker: without the service, what it needs; --to beside it is refused.
+            let wav = try await sandbox.wav("song.wav", seconds: 1)
+            let picked = try await sandbox.run(["cast", wav, "--pick"], environment: environment)
+            #expect(picked.status == 1 && picked.stderr.contains("the route service needs a session bus") && picked.stdout.isEmpty, "\(picked)")
+            let both = try await sandbox.run(["cast", wav, "--pick", "--to", "this"], environment: environment)
+            #expect(both.status == 2 && both.stderr.contains("--pick chooses the device: drop --to, or --pick"), "\(both)")
             let media = try await sandbox.run(["pick", "--media", "smell"], environment: environment)
             #expect(media.status == 2 && media.stderr.contains("--media takes audio, video or image"), "\(media)")
         }
