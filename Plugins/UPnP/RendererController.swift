@@ -23,6 +23,8 @@ actor RendererController: RouteController {
     private var canQueueNext = false
     /// The item queued with SetNextAVTransportURI, until the renderer moves on to it.
     private var nextItem: MediaItem?
+    /// The item route loaded last (what Play plays, when nothing moved on from it).
+    private var loadedItem: MediaItem?
     private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     private var status = PlaybackStatus(state: .idle)
     private var positionAt = ContinuousClock.now
@@ -133,6 +135,7 @@ actor RendererController: RouteController {
     /// session id per URI; stopping is a state like any other, not an end.
     func observe() async throws -> Bool {
         observing = true
+        loadedItem = nil
         // Whatever is queued on the renderer is another controller's: never taken back from here.
         mayHaveNext = false
         nextItem = nil
@@ -155,10 +158,16 @@ actor RendererController: RouteController {
         // renderer would jump there at the end of this item.
         await describe()
         await clearNext()
+        loadedItem = item
+        try await setURI(item)
+        if autoplay { try await play() }
+    }
+
+    /// SetAVTransportURI: `item` is what the renderer plays from now on.
+    private func setURI(_ item: MediaItem) async throws {
         try await command("load", "SetAVTransportURI", on: transport, [
             "InstanceID": "0", "CurrentURI": item.url, "CurrentURIMetaData": DIDLLite.metadata(for: item),
         ])
-        if autoplay { try await play() }
     }
 
     func play() async throws {
@@ -169,7 +178,7 @@ actor RendererController: RouteController {
         }
         expectingStop = false
         do {
-            try await playRetryingFailedAction()
+            try await playSettingTheURIAgainOnFailure()
         } catch let error as RouteError where error.code == .commandFailed && (error.reason ?? "").contains("(701") {
             let reason = error.reason ?? ""
             // 701 "transition not available" from a renderer that is already playing (Rygel, after
@@ -180,18 +189,26 @@ actor RendererController: RouteController {
         }
     }
 
-    /// Play, asked again (twice at most, 0.3 s apart) when the renderer answers 501 "action failed": gmediarender does
-    /// when its player has not let go of the previous stream yet, and plays when asked a moment later.
-    /// Not asked again once something else was asked meanwhile (a Stop, another item loaded, the controller closed).
-    private func playRetryingFailedAction() async throws {
+    /// Play; when the renderer answers 501 "action failed" to the Play of an item it has not played yet, the item's URI
+    /// is set again (after a Stop) and Play asked once more. gmediarender 0.1 answers 501 whenever its player holds no URI
+    /// at the moment of Play: the previous stream's about-to-finish (a second before its end, or when its server closed
+    /// the connection) replaced the URI just set with its own empty next one. Nothing the renderer reports says when a
+    /// Play would succeed, and Play alone fails for as long as the URI is gone (retries 0.3 s apart failed the same
+    /// way); setting it again is what makes it play. Not done once something else was asked meanwhile (a Stop, another
+    /// item loaded, the controller closed).
+    private func playSettingTheURIAgainOnFailure() async throws {
         let asked = generation
-        for attempt in 0... {
-            do {
-                return try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
-            } catch let error as RouteError where attempt < 2 && error.code == .commandFailed && (error.reason ?? "").contains("(501") {
-                try await Task.sleep(for: .milliseconds(300))
-                guard generation == asked, !expectingStop, !closed else { throw error }
-            }
+        do {
+            try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
+        } catch let error as RouteError where error.code == .commandFailed && (error.reason ?? "").contains("(501") {
+            guard let item = loadedItem, !sawPlaying, generation == asked, !expectingStop, !closed else { throw error }
+            // Stop puts the player at rest, so the URI set next is only taken, and Play starts it. Its STOPPED is not
+            // the item's end: nothing played yet.
+            try? await command("stop", "Stop", on: transport, ["InstanceID": "0"])
+            guard generation == asked, !expectingStop, !closed else { throw error }
+            try await setURI(item)
+            guard generation == asked, !expectingStop, !closed else { throw error }
+            try await command("play", "Play", on: transport, ["InstanceID": "0", "Speed": "1"])
         }
     }
 

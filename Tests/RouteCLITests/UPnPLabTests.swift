@@ -266,6 +266,21 @@ extension LabTests {
             }
         }
 
+        /// gmediarender answers Play with 501 when the previous stream's end wiped the URI just set, and goes on
+        /// answering 501 until the URI is set again: route sets it again and plays (it used to ask Play alone, and fail).
+        @Test func aRendererThatLostTheURIJustSetPlaysOnceItIsSetAgain() async throws {
+            let fake = try await FakeRenderer(mode: "forgets-uri", port: 49639)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let result = try await sandbox.run(["cast", wav, "--to", fake.description], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 20)
+                #expect(result.status == 0 && result.stdoutLines.last?.hasPrefix("ended: song") == true, "\(result)\n\(fake.output)")
+                let said = fake.output
+                let lost = try #require(said.range(of: "Play without a URI: 501"), "\(said)")
+                #expect(said[lost.upperBound...].contains("SetAVTransportURI"), "the URI was set again: \(said)")
+            }
+        }
+
         /// A skip's Stop, as a busy machine showed it two ways, is not the next file's end: its STOPPED event
         /// arriving after the next file plays (events come late and out of order), or before the Stop's answer
         /// (the skip loads the next file on the event; the answer then stopped that one). The cast plays on; it
