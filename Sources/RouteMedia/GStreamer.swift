@@ -10,8 +10,27 @@ import Foundation
 enum GStreamer {
     private static let initialized: Bool = {
         gst_init(nil, nil)
+        preferLegacyAdaptiveDemuxers()
         return true
     }()
+
+    /// GStreamer 1.22.0 to 1.22.6's adaptive demuxers (hlsdemux2, dashdemux2, mssdemux2: Debian 12 has 1.22.0) race a
+    /// seek against a fragment download already queued: the stale download completes into the restarted stream, and
+    /// the process aborts ("download_request_set_uri: assertion failed: (request->in_use == FALSE)") or the stream
+    /// stalls. Converting an HLS stream from a position hit it now and then. Fixed in 1.22.7 ("adaptivedemux2: Do not
+    /// submit_transfer when cancelled"); before that, decodebin is made to choose the older demuxer of each kind
+    /// (gst-plugins-bad's), where one is installed.
+    private static func preferLegacyAdaptiveDemuxers() {
+        let registry = gst_registry_get()
+        for (demuxer, legacy) in [("hlsdemux2", "hlsdemux"), ("dashdemux2", "dashdemux"), ("mssdemux2", "mssdemux")] {
+            guard let feature = gst_registry_lookup_feature(registry, demuxer) else { continue }
+            defer { gst_object_unref(UnsafeMutableRawPointer(feature)) }
+            guard gst_plugin_feature_check_version(feature, 1, 22, 7) == 0,
+                  let older = gst_registry_lookup_feature(registry, legacy) else { continue }
+            gst_object_unref(UnsafeMutableRawPointer(older))
+            gst_plugin_feature_set_rank(feature, guint(GST_RANK_NONE.rawValue))
+        }
+    }
 
     /// Initialises GStreamer once; cheap to call again.
     static func initialize() { _ = initialized }
