@@ -68,7 +68,7 @@ enum Lab {
         /// Ends it and waits for it.
         func stop() {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            waitForExit(process, seconds: 5)
         }
     }
 
@@ -202,26 +202,9 @@ enum Lab {
         return String(xml[start.upperBound..<end.lowerBound])
     }
 
-    /// Runs a program to its end; its exit status and its output and errors together.
-    static func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        // Foundation does not close a Pipe's descriptors when it goes: the suite would run out of them (libupnp,
-        // in this process, aborts on a descriptor above FD_SETSIZE).
-        try? output.fileHandleForReading.close()
-        waitForExit(process, seconds: 30)
-        guard !process.isRunning else {
-            process.terminate()
-            throw ToolFailed(description: "\(path) \(arguments.joined(separator: " ")) did not finish within 30 s")
-        }
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-    }
+    /// Runs a program to its end (at most 30 s, then its process group is killed); its exit status and its output
+    /// and errors together.
+    static func tool(_ path: String, _ arguments: [String]) throws -> ToolOutput { try runTool(path, arguments) }
 }
 
 /// A fake renderer (Tests/LabTools/fake-renderer) in the lab's namespace B, misbehaving as `mode` says.

@@ -12,11 +12,11 @@ extension LabTests {
         /// A tagged constant-bitrate MP3 of `seconds` of tone (title Tones, artist Oscillators, album Sines).
         /// Constant: GStreamer's length of an MP3 without a Xing header is an estimate from the frames read
         /// so far, which for a variable bitrate depends on how busy the machine is (a 6 s one read as 5.65 s).
-        private func song(_ sandbox: Sandbox, _ name: String, seconds: Int) throws -> String {
+        private func song(_ sandbox: Sandbox, _ name: String, seconds: Int) async throws -> String {
             let path = sandbox.root + "/" + name
-            try gstLaunch("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! "
+            try await Fixtures.gst("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! "
                 + "taginject tags='title=Tones,artist=Oscillators,album=Sines' ! lamemp3enc target=bitrate cbr=true bitrate=128 "
-                + "! id3v2mux ! filesink location=\(q(path))")
+                + "! id3v2mux ! filesink location=OUT", to: path)
             return path
         }
 
@@ -24,7 +24,7 @@ extension LabTests {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let mp3 = try song(sandbox, "tones.mp3", seconds: 30)
+                    let mp3 = try await song(sandbox, "tones.mp3", seconds: 30)
                     let cast = try sandbox.start(["cast", mp3, "--to", Lab.rendererName], environment: upnp.merging(bus.environment) { $1 })
                     let player = try await bus.waitForPlayer(within: 8)
                     try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
@@ -82,7 +82,7 @@ extension LabTests {
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
                     let watch = try sandbox.start(["watch"], environment: upnp.merging(bus.environment) { $1 })
-                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try song(sandbox, "tones.mp3", seconds: 30)])
+                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await song(sandbox, "tones.mp3", seconds: 30)])
                     defer { kill(server.pid, SIGTERM) }
                     try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                     let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
@@ -167,7 +167,7 @@ extension LabTests {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let first = try song(sandbox, "one.mp3", seconds: 20)
+                    let first = try await song(sandbox, "one.mp3", seconds: 20)
                     let second = try await sandbox.wav("two.wav", seconds: 20)
                     let cast = try sandbox.start(["cast", first, second, "--to", Lab.rendererName], environment: upnp.merging(bus.environment) { $1 })
                     let player = try await bus.waitForPlayer(within: 8)

@@ -19,7 +19,7 @@ extension LabTests {
 
         /// `gdbus call` on the bus: its exit status and output.
         private func gdbus(_ bus: PrivateSessionBus, dest: String = "io.github.route.Route1", _ path: String, _ method: String,
-                           _ arguments: [String]) throws -> (status: Int32, text: String) {
+                           _ arguments: [String]) throws -> ToolOutput {
             try bus.tool("gdbus", ["call", "--session", "--dest", dest, "--object-path", path, "--method", method] + arguments)
         }
 
@@ -53,7 +53,7 @@ extension LabTests {
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
                     let wav = sandbox.root + "/tone.wav"
-                    try gstLaunch("audiotestsrc num-buffers=\(90 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(wav))")
+                    try await Fixtures.gst("audiotestsrc num-buffers=\(90 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: wav)
                     let service = try sandbox.start(["service", "--providers", "upnp,cast,local"], environment: bus.environment)
                     let environment = bus.environment.merging(client) { $1 }
                     // The renderer, a device of its own: a receiver an earlier test announced (on the renderer's host) may

@@ -70,7 +70,7 @@ import Testing
             let player = Player()
             let publication = Task { @MainActor in try await MediaSession(player, busAddress: bus.address).run() }
             let name = try await bus.waitForPlayer(within: 8)
-            func call(_ method: String, _ arguments: String...) async throws -> (status: Int32, text: String) {
+            func call(_ method: String, _ arguments: String...) async throws -> ToolOutput {
                 try await offThePool {
                     try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(name)", "--object-path",
                                            "/org/mpris/MediaPlayer2", "--method", method] + arguments)

@@ -188,27 +188,31 @@ extension LabTests {
 
                 // An app in Python asks for the picker (PickDevice), and the device chosen plays its file.
                 let wav = sandbox.root + "/tone.wav"
-                try gstLaunch("audiotestsrc num-buffers=\(20 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(wav))")
+                try await Fixtures.gst("audiotestsrc num-buffers=\(20 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: wav)
                 let app = Process()
                 app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
                 app.arguments = [RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path, wav]
                 app.environment = ProcessInfo.processInfo.environment.merging(gui.environment) { $1 }
-                let appOutput = Pipe()
+                // Its output in a file, not a pipe: a pipe is read to its end only once every process holding it has gone.
+                let appLog = sandbox.root + "/app.txt"
+                FileManager.default.createFile(atPath: appLog, contents: nil)
+                let appOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: appLog))
                 app.standardOutput = appOutput
                 app.standardError = appOutput
                 app.standardInput = FileHandle.nullDevice
                 try app.run()
+                try? appOutput.close()
                 _ = try gui.rows(until: "Lab Renderer")
                 try gui.keys(["type", "--delay", "20", "renderer"])
                 try gui.keys(["key", "Return"])
                 waitForExit(app, seconds: 30)
                 if app.isRunning {
-                    app.terminate()
+                    // SIGKILL: children Foundation starts have SIGTERM blocked.
+                    kill(app.processIdentifier, SIGKILL)
                     waitForExit(app, seconds: 5)
                 }
-                let said = String(decoding: appOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                try? appOutput.fileHandleForReading.close()
-                #expect(app.terminationStatus == 0 && said.contains(": playing"), "\(said)")
+                let said = (try? String(contentsOfFile: appLog, encoding: .utf8)) ?? ""
+                #expect(!app.isRunning && app.terminationStatus == 0 && said.contains(": playing"), "\(said)")
                 try await Lab.until("the renderer plays the app's file", within: 5) { try Lab.transportState() == "PLAYING" }
                 _ = try Lab.soap("AVTransport", "Stop")
 
@@ -263,7 +267,7 @@ extension LabTests {
                 // launch): the picker asks, Enter chooses, the renderer plays them as a queue, the session on MPRIS.
                 let first = sandbox.root + "/first song.wav", second = sandbox.root + "/second song.wav"
                 for path in [first, second] {
-                    try gstLaunch("audiotestsrc num-buffers=\(30 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
+                    try await Fixtures.gst("audiotestsrc num-buffers=\(30 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: path)
                 }
                 let launch = try Self.launch(entry, [first, second], sandbox: sandbox, gui: gui, prefix: prefix)
                 let rows = try gui.rows(until: "Lab Renderer")
@@ -320,7 +324,7 @@ extension LabTests {
                 let service = try sandbox.start(["service", "--providers", "upnp,cast,local"], environment: gui.environment)
                 try await Self.until(bus, lists: ["'Lab Renderer'"])
                 let song = sandbox.root + "/moving song.wav"
-                try gstLaunch("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(song))")
+                try await Fixtures.gst("audiotestsrc num-buffers=\(120 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: song)
                 let cast = try await sandbox.run(["cast", song, "--to", Lab.rendererName, "--detach"], environment: environment, timeout: 30)
                 #expect(cast.status == 0, "\(cast)")
                 try await Lab.until("the renderer plays", within: 10) { try Lab.transportState() == "PLAYING" }

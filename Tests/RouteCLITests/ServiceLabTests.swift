@@ -11,14 +11,14 @@ extension LabTests {
         /// Clients reach the service: no providers of their own (the sandbox's default, local, keeps commands in-process).
         private let client = ["ROUTE_PROVIDERS": ""]
 
-        private func tone(_ sandbox: Sandbox, seconds: Int) throws -> String {
+        private func tone(_ sandbox: Sandbox, seconds: Int) async throws -> String {
             let path = sandbox.root + "/tone.wav"
-            try gstLaunch("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=\(q(path))")
+            try await Fixtures.gst("audiotestsrc num-buffers=\(seconds * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: path)
             return path
         }
 
         /// `gdbus call` on the bus to the service: its exit status and output.
-        private func gdbus(_ bus: PrivateSessionBus, _ path: String, _ method: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+        private func gdbus(_ bus: PrivateSessionBus, _ path: String, _ method: String, _ arguments: [String]) throws -> ToolOutput {
             try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", path, "--method", method] + arguments)
         }
 
@@ -41,7 +41,7 @@ extension LabTests {
             try Lab.control("start-renderer")
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 40)
+                    let wav = try await tone(sandbox, seconds: 40)
                     let service = try await startService(sandbox, bus)
                     let environment = bus.environment.merging(client) { $1 }
 
@@ -183,7 +183,7 @@ extension LabTests {
             try Lab.control("start-renderer")
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 3)
+                    let wav = try await tone(sandbox, seconds: 3)
                     let notes = sandbox.root + "/notes.txt"
                     try "not media at all".write(toFile: notes, atomically: true, encoding: .utf8)
                     let service = try await startService(sandbox, bus)
@@ -197,7 +197,7 @@ extension LabTests {
                             "in-process:\n\(inProcess.stderr)\nthrough the service:\n\(throughService.stderr)")
                     #expect(throughService.stderr.contains("skipping notes") && throughService.stdout.contains("ended: tone"), "\(throughService)")
                     // SIGTERM stops the device and exits 130, as in-process.
-                    let long = try tone(sandbox, seconds: 40)
+                    let long = try await tone(sandbox, seconds: 40)
                     let cast = try sandbox.start(["cast", long, "--to", Lab.rendererName], environment: environment)
                     try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
                     let firstServer = URL(string: try Lab.trackURI())?.port
@@ -228,7 +228,7 @@ extension LabTests {
             defer { try? Lab.control("start-renderer") }
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 40)
+                    let wav = try await tone(sandbox, seconds: 40)
                     let service = try await startService(sandbox, bus)
                     let environment = bus.environment.merging(client) { $1 }
                     // What the service says on the bus, as any client sees it.
@@ -244,7 +244,7 @@ extension LabTests {
                     defer {
                         // SIGKILL: the test runner ignores SIGTERM, and so does a child it starts.
                         kill(monitor.processIdentifier, SIGKILL)
-                        monitor.waitUntilExit()
+                        waitForExit(monitor, seconds: 5)
                     }
                     let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: environment)
                     try await Lab.until("the service's cast plays", within: 8) { cast.stdout.contains("playing: tone") }
@@ -287,7 +287,7 @@ extension LabTests {
             }
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 30)
+                    let wav = try await tone(sandbox, seconds: 30)
                     let environment = bus.environment.merging(client) { $1 }
                     let service = try sandbox.start(["service"], environment: environment)
                     // Warm: every device there at once.
@@ -327,7 +327,7 @@ extension LabTests {
                     let service = try await startService(sandbox, bus)
                     let environment = bus.environment.merging(client) { $1 }
                     let watch = try sandbox.start(["watch", "--json"], environment: environment)
-                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try tone(sandbox, seconds: 30)])
+                    let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await tone(sandbox, seconds: 30)])
                     try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                     let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
                     // Another control point plays on the renderer: the service mirrors it (no route watch process of its own).
@@ -365,7 +365,7 @@ extension LabTests {
             try Lab.control("start-renderer")
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 20)
+                    let wav = try await tone(sandbox, seconds: 20)
                     let service = try await startService(sandbox, bus)
                     let example = URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().appendingPathComponent("route-client-example").path
                     let ran = try await offThePool {
@@ -386,7 +386,7 @@ extension LabTests {
             try Lab.control("start-renderer")
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
-                    let wav = try tone(sandbox, seconds: 20)
+                    let wav = try await tone(sandbox, seconds: 20)
                     let service = try await startService(sandbox, bus)
                     let script = RouteBinary.packageRoot.appendingPathComponent("examples/route-cast.py").path
                     let listed = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", script])

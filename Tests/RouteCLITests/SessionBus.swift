@@ -51,7 +51,7 @@ final class PrivateSessionBus: Sendable {
     }
 
     /// Runs a D-Bus client on this bus; its status and output.
-    func tool(_ name: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
+    func tool(_ name: String, _ arguments: [String]) throws -> ToolOutput {
         try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(address)", name] + arguments)
     }
 

@@ -18,17 +18,7 @@ extension LabTests {
         private func withWeb(_ body: (Sandbox, String) async throws -> Void) async throws {
             try await inSandbox { sandbox in
                 let root = sandbox.root + "/web"
-                try FileManager.default.createDirectory(atPath: root + "/hls", withIntermediateDirectories: true)
-                try await offThePool {
-                    try gstLaunch("audiotestsrc num-buffers=130 samplesperbuffer=1024 ! audioconvert ! lamemp3enc ! filesink location=\(q(root + "/tone.mp3"))")
-                    try gstLaunch("videotestsrc num-buffers=120 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc key-int-max=30 "
-                        + "! h264parse ! queue ! mp4mux name=m ! filesink location=\(q(root + "/clip.mp4")) audiotestsrc num-buffers=172 "
-                        + "samplesperbuffer=1024 ! audioconvert ! avenc_aac ! aacparse ! queue ! m.")
-                    try gstLaunch("filesrc location=\(q(root + "/clip.mp4")) ! qtdemux name=dm dm.video_0 ! queue ! h264parse ! hls.video "
-                        + "dm.audio_0 ! queue ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=0 max-files=0 "
-                        + "location=\(q(root + "/hls/seg%05d.ts")) playlist-location=\(q(root + "/hls/playlist.m3u8"))")
-                    try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=64 ! jpegenc ! filesink location=\(q(root + "/poster.jpg"))")
-                }
+                try await Fixtures.copy("web-media", to: root, Self.makeWebMedia)
                 _ = try sandbox.file("web/page.html", """
                     <!DOCTYPE html><html><head><title>Lab Clip Page</title></head>
                     <body><video controls src="clip.mp4" poster="poster.jpg"></video></body></html>
@@ -49,6 +39,23 @@ extension LabTests {
                 defer { try? Lab.control("stop-web") }
                 try await body(sandbox, root)
             }
+        }
+
+        /// The web root's media, made once per run: an MP3, an H.264/AAC MP4, HLS made from it, a poster.
+        @Sendable private static func makeWebMedia(_ root: String) throws {
+            try FileManager.default.createDirectory(atPath: root + "/hls", withIntermediateDirectories: true)
+            try gstLaunch("audiotestsrc num-buffers=130 samplesperbuffer=1024 ! audioconvert ! lamemp3enc ! filesink location=\(q(root + "/tone.mp3"))")
+            try gstLaunch("videotestsrc num-buffers=120 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc key-int-max=30 "
+                + "! h264parse ! queue ! mp4mux name=m ! filesink location=\(q(root + "/clip.mp4")) audiotestsrc num-buffers=172 "
+                + "samplesperbuffer=1024 ! audioconvert ! avenc_aac ! aacparse ! queue ! m.")
+            // Unbounded queues: with the default ones (1 s each) hlssink2's splitmuxsink, which holds one stream while it
+            // waits for the other to reach the cut, deadlocked qtdemux now and then (a full queue on one side, a starved
+            // one on the other). The clip is 4 s; nothing grows without bound.
+            let unbounded = "queue max-size-time=0 max-size-bytes=0 max-size-buffers=0"
+            try gstLaunch("filesrc location=\(q(root + "/clip.mp4")) ! qtdemux name=dm dm.video_0 ! \(unbounded) ! h264parse ! hls.video "
+                + "dm.audio_0 ! \(unbounded) ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=0 max-files=0 "
+                + "location=\(q(root + "/hls/seg%05d.ts")) playlist-location=\(q(root + "/hls/playlist.m3u8"))")
+            try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=64 ! jpegenc ! filesink location=\(q(root + "/poster.jpg"))")
         }
 
         /// What nginx served, one line per request ("10.77.0.2 GET /tone.mp3 200").
@@ -178,7 +185,8 @@ extension LabTests {
                 let album = sandbox.root + "/album"
                 try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
                 for name in ["10 c", "2 b", "1 a"] {
-                    try gstLaunch("audiotestsrc num-buffers=40 samplesperbuffer=1024 ! audioconvert ! lamemp3enc ! filesink location=\(q(album + "/" + name + ".mp3"))")
+                    try await Fixtures.gst("audiotestsrc num-buffers=40 samplesperbuffer=1024 ! audioconvert ! lamemp3enc ! filesink location=OUT",
+                                           to: album + "/" + name + ".mp3")
                 }
                 _ = try await sandbox.jpeg("album/cover.jpg")
                 _ = try sandbox.file("album/notes.txt", "liner notes")

@@ -194,24 +194,24 @@ final class Sandbox: Sendable {
     /// Writes a WAV of `seconds` (a multiple of 0.02) of stereo 44.1 kHz tone into the sandbox.
     func wav(_ name: String, seconds: Double) async throws -> String {
         let path = root + "/" + name
-        try await offThePool { try gstLaunch("audiotestsrc num-buffers=\(Int((seconds * 50).rounded())) samplesperbuffer=882 "
-            + "! audio/x-raw,rate=44100,channels=2 ! audioconvert ! wavenc ! filesink location=\(q(path))") }
+        try await Fixtures.gst("audiotestsrc num-buffers=\(Int((seconds * 50).rounded())) samplesperbuffer=882 "
+            + "! audio/x-raw,rate=44100,channels=2 ! audioconvert ! wavenc ! filesink location=OUT", to: path)
         return path
     }
 
     /// Writes a VP8 + Vorbis WebM of `seconds` (160x120) into the sandbox: a video most renderers need converted.
     func webm(_ name: String, seconds: Int) async throws -> String {
         let path = root + "/" + name
-        try await offThePool { try gstLaunch("videotestsrc num-buffers=\(seconds * 30) ! video/x-raw,width=160,height=120,framerate=30/1 "
-            + "! vp8enc deadline=1 ! queue ! webmmux name=mux ! filesink location=\(q(path)) audiotestsrc num-buffers=\(seconds * 47) "
-            + "samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! vorbisenc ! queue ! mux.") }
+        try await Fixtures.gst("videotestsrc num-buffers=\(seconds * 30) ! video/x-raw,width=160,height=120,framerate=30/1 "
+            + "! vp8enc deadline=1 ! queue ! webmmux name=mux ! filesink location=OUT audiotestsrc num-buffers=\(seconds * 47) "
+            + "samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! vorbisenc ! queue ! mux.", to: path)
         return path
     }
 
     /// Writes a 320x240 JPEG picture into the sandbox.
     func jpeg(_ name: String) async throws -> String {
         let path = root + "/" + name
-        try await offThePool { try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! jpegenc ! filesink location=\(q(path))") }
+        try await Fixtures.gst("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! jpegenc ! filesink location=OUT", to: path)
         return path
     }
 

@@ -27,21 +27,10 @@ extension Sandbox {
         let environment = self.environment().merging(extra) { $1 }.map { "\($0.key)=\($0.value)" }
         let command = [tool, "--cols", String(columns), "--timeout", String(timeout)] + steps.flatMap { ["--step", $0] }
             + ["--", "/usr/bin/env", "-i"] + environment + [RouteBinary.path] + arguments
-        let data: Data = try await offThePool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: command[0])
-            process.arguments = Array(command.dropFirst())
-            process.currentDirectoryURL = URL(fileURLWithPath: self.root)
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            try? output.fileHandleForReading.close()
-            waitForExit(process, seconds: timeout + 10)
-            return data
+        let result = try await offThePool {
+            try runTool(command[0], Array(command.dropFirst()), directory: self.root, outputs: .output, within: timeout + 10)
         }
-        return try JSONDecoder().decode(TerminalRun.self, from: data)
+        return try JSONDecoder().decode(TerminalRun.self, from: Data(result.text.utf8))
     }
 }
 

@@ -15,14 +15,7 @@ import Testing
     /// The `route` people run links none of the providers' libraries; what it cannot answer through the service it hands
     /// to route-full, and says so plainly when route-full is missing.
     @Test func theThinRouteLinksNoProtocolAndHandsTheRestToRouteFull() async throws {
-        let ldd = Process()
-        ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-        ldd.arguments = [RouteBinary.path]
-        let pipe = Pipe()
-        ldd.standardOutput = pipe
-        try ldd.run()
-        let libraries = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        ldd.waitUntilExit()
+        let libraries = try runTool("/usr/bin/ldd", [RouteBinary.path], outputs: .output).text
         for heavy in ["libgstreamer", "libupnp", "libavahi", "libssl", "libsoup", "libprotobuf-c"] {
             #expect(!libraries.contains(heavy), "route links \(heavy)")
         }
@@ -36,16 +29,8 @@ import Testing
             try FileManager.default.createDirectory(atPath: sandbox.root + "/bin", withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: RouteBinary.path, toPath: alone)
             func runAlone(_ arguments: [String]) throws -> (status: Int32, stderr: String) {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: alone)
-                process.arguments = arguments
-                let errors = Pipe()
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = errors
-                try process.run()
-                let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                return (process.terminationStatus, text)
+                let result = try runTool(alone, arguments, outputs: .errors)
+                return (result.status, result.text)
             }
             #expect(try runAlone(["--help"]).status == 0)
             let missing = try runAlone(["probe", wav])
@@ -227,10 +212,8 @@ import Testing
     @Test func probeJSONDescribesTheCoverArt() async throws {
         try await inSandbox { sandbox in
             let mp3 = sandbox.root + "/plain.mp3", tagged = sandbox.root + "/with cover.mp3", png = sandbox.root + "/cover.png"
-            try await offThePool {
-                try gstLaunch("audiotestsrc num-buffers=20 ! audioconvert ! lamemp3enc ! filesink location=\(q(mp3))")
-                try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=200,height=200 ! videoconvert ! pngenc ! filesink location=\(q(png))")
-            }
+            try await Fixtures.gst("audiotestsrc num-buffers=20 ! audioconvert ! lamemp3enc ! filesink location=OUT", to: mp3)
+            try await Fixtures.gst("videotestsrc num-buffers=1 ! video/x-raw,width=200,height=200 ! videoconvert ! pngenc ! filesink location=OUT", to: png)
             // An ID3v2.3 tag with one APIC frame holding the picture.
             let picture = try Data(contentsOf: URL(fileURLWithPath: png))
             var frame = Data("image/png".utf8)

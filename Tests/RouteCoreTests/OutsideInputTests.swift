@@ -3,6 +3,7 @@
 
 import Foundation
 import RouteCore
+import RouteTestSupport
 import Synchronization
 import Testing
 
@@ -33,14 +34,7 @@ import Testing
     }
 
     private func ownIPv4Addresses() -> [String] {
-        let output = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["-4", "-o", "addr", "show"]
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { return [] }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        guard let text = try? runTool("/usr/sbin/ip", ["-4", "-o", "addr", "show"], outputs: .output).text else { return [] }
         return text.split(separator: "\n").compactMap { line in
             line.split(separator: " ").drop { $0 != "inet" }.dropFirst().first.map { String($0.split(separator: "/")[0]) }
         }
