@@ -1,5 +1,5 @@
 # Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
-.PHONY: deps build demo test bench fuzz proto install uninstall clean
+.PHONY: deps build demo test test-repeat bench fuzz proto install uninstall clean
 
 # Where `make install` puts route: /usr/local as root, else ~/.local.
 PREFIX ?= $(shell [ "$$(id -u)" -eq 0 ] && echo /usr/local || echo $$HOME/.local)
@@ -14,17 +14,23 @@ build: deps
 demo: build
 	scripts/demo
 
-# Installs what is missing and runs every test inside the lab (private network namespaces).
+# Installs what is missing and runs every test inside labs (private network namespaces): groups of suites at once,
+# each group in a lab of its own and with a deadline (scripts/test-suites --help).
 test:
 	scripts/deps test
 	swift build --build-tests
 	.build/debug/route-fuzz --runs 3000
 	@# GStreamer's plugin registry, built once here rather than by the first dozens of test processes at once.
 	gst-inspect-1.0 coreelements >/dev/null
-	@# At most two test cases per core at once: all ~300 starting together starved each other's deadlines. No test reads
-	@# the caller's terminal. The watchdog ends a suite still running after 45 min (it takes ~16 on 2 cores) with what
-	@# was running, well inside CI's limit: `swift test` holds its test process's last lines until that process ends.
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$$(( $$(nproc) * 2 )) scripts/test-watchdog 2700 scripts/lab run swift test --skip-build </dev/null
+	scripts/test-suites </dev/null
+
+# Runs one suite (or group, or test) N times in a row, each in a fresh lab, to hunt flakes:
+# make test-repeat SUITE=CastLabTests N=10
+test-repeat:
+	scripts/deps test
+	swift build --build-tests
+	gst-inspect-1.0 coreelements >/dev/null
+	scripts/test-suites --repeat $(or $(N),5) $(SUITE) </dev/null
 
 bench:
 	scripts/deps bench

@@ -10,10 +10,10 @@ import Synchronization
 import Testing
 
 extension LabTests {
-    @Suite struct CastLabTests {
-        private let cast = ["ROUTE_PROVIDERS": "cast"]
-        private static let address = "10.77.0.2:8009"
-        private static let name = "Lab Cast"
+    /// The receiver proved by independent senders, then route's casts to it: discovery, control, queues, media that
+    /// needs converting, subtitles, groups, volume kinds.
+    @Suite struct CastLabTests: CastLabSuite {
+        let servers = Servers()
 
         // MARK: The receiver speaks real Cast
 
@@ -36,7 +36,7 @@ extension LabTests {
             try await withReceiver { sandbox in
                 let url = try await serve(try await sandbox.wav("song.wav", seconds: 20), in: sandbox)
                 let catt = try await CastReceiverLab.venvTool("catt", ["-d", "10.77.0.2", "cast", "-f", url])
-                #expect(catt.status == 0, "\(catt.text)")
+                #expect(catt.status == 0, "\(catt.text)\nthe receiver's last reports: \(CastReceiverLab.events().suffix(10))")
                 try await Lab.until("the receiver plays what catt sent", within: 10) {
                     CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" && $0["contentId"] as? String == url }
                 }
@@ -97,10 +97,8 @@ extension LabTests {
         @Test func theCoverArtGoesInTheLoadAsAnImageTheReceiverCanFetch() async throws {
             try await withReceiver { sandbox in
                 let bare = sandbox.root + "/bare.mp3", picture = sandbox.root + "/cover.png"
-                try await offThePool {
-                    try gstLaunch("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! filesink location=\(q(bare))")
-                    try gstLaunch("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=48 ! videoconvert ! pngenc ! filesink location=\(q(picture))")
-                }
+                try await Fixtures.gst("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! filesink location=OUT", to: bare)
+                try await Fixtures.gst("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=48 ! videoconvert ! pngenc ! filesink location=OUT", to: picture)
                 // An ID3v2.3 tag with one APIC frame (the front cover), in front of the MP3.
                 var body = Data([0])
                 body.append(Data("image/png".utf8))
@@ -161,7 +159,7 @@ extension LabTests {
         @Test func aFileTheReceiverRefusesIsSentAgainTranscodedOnce() async throws {
             try await withReceiver(["--refuse", "audio/flac"]) { sandbox in
                 let flac = sandbox.root + "/tone.flac"
-                try await offThePool { try gstLaunch("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! flacenc ! filesink location=\(q(flac))") }
+                try await Fixtures.gst("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! flacenc ! filesink location=OUT", to: flac)
                 let result = try await sandbox.run(["cast", flac, "--to", Self.name], environment: cast, timeout: 30)
                 #expect(result.status == 0 && result.stdoutLines.last == "ended: tone on \(Self.name)", "\(result)")
                 #expect(result.stderr.contains("refused tone as it is") && result.stderr.contains("sending it transcoded"), "\(result)")
@@ -173,11 +171,11 @@ extension LabTests {
         @Test func anH264AndAC3MatroskaPlaysWithThePictureCopiedAndTheSoundConverted() async throws {
             try await withReceiver { sandbox in
                 let movie = sandbox.root + "/film.mkv"
-                try await offThePool { try gstLaunch("""
+                try await Fixtures.gst("""
                     videotestsrc num-buffers=150 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast key-int-max=30 \
-                    ! h264parse ! queue ! matroskamux name=mux ! filesink location=\(q(movie)) audiotestsrc num-buffers=235 samplesperbuffer=1024 \
+                    ! h264parse ! queue ! matroskamux name=mux ! filesink location=OUT audiotestsrc num-buffers=235 samplesperbuffer=1024 \
                     ! audio/x-raw,rate=48000,channels=6 ! audioconvert ! avenc_ac3 ! ac3parse ! queue ! mux.
-                    """) }
+                    """, to: movie)
                 let result = try await sandbox.run(["cast", movie, "--to", Self.name], environment: cast, timeout: 30)
                 #expect(result.status == 0 && result.stdoutLines.last == "ended: film on \(Self.name)", "\(result)")
                 let load = CastReceiverLab.events().first { $0["event"] as? String == "load" }
@@ -190,10 +188,10 @@ extension LabTests {
         @Test func subtitlesBesideTheFileReachTheReceiverAsAWebVTTTrack() async throws {
             try await withReceiver { sandbox in
                 let movie = sandbox.root + "/film.mkv"
-                try await offThePool { try gstLaunch("""
+                try await Fixtures.gst("""
                     videotestsrc num-buffers=60 ! video/x-raw,width=160,height=120,framerate=30/1 ! x264enc speed-preset=ultrafast \
-                    ! h264parse ! matroskamux ! filesink location=\(q(movie))
-                    """) }
+                    ! h264parse ! matroskamux ! filesink location=OUT
+                    """, to: movie)
                 _ = try sandbox.file("film.srt", "1\n00:00:00,500 --> 00:00:01,500\nHello from the lab\n\n2\n00:00:01,600 --> 00:00:01,900\nBye\n")
                 let result = try await sandbox.run(["cast", movie, "--to", Self.name], environment: cast, timeout: 30)
                 #expect(result.status == 0, "\(result)")
@@ -280,6 +278,13 @@ extension LabTests {
                 }
             }
         }
+
+    }
+
+    /// A cast's session with the receiver as other parties act on it: dropped connections, other senders, a receiver
+    /// killed or restarted, malformed frames, one device with two routes, positions.
+    @Suite struct CastSessionLabTests: CastLabSuite {
+        let servers = Servers()
 
         @Test func aDroppedConnectionIsMadeAgainWithItsStatusesRestored() async throws {
             try await withReceiver(["--drop-after", "2"]) { sandbox in
@@ -426,10 +431,16 @@ extension LabTests {
                 #expect(!devices.contains { $0.name == Lab.rendererName }, "\(devices.map(\.name))")
                 // AIFF: the renderer takes it as it is, the Default Media Receiver does not.
                 let aiff = sandbox.root + "/tone.aiff"
-                try await offThePool { try gstLaunch("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! aiffmux ! filesink location=\(q(aiff))") }
+                try await Fixtures.gst("audiotestsrc num-buffers=200 ! audio/x-raw,rate=44100,channels=2 ! aiffmux ! filesink location=OUT", to: aiff)
                 let casting = try sandbox.start(["cast", aiff, "--to", Self.name], environment: both)
                 // By name: discovery and the merge first; a loaded machine (the whole suite on 2 cores) took over 10 s once.
-                try await Lab.until("the renderer plays the AIFF", within: 20) { try Lab.transportState() == "PLAYING" }
+                do {
+                    try await Lab.until("the renderer plays the AIFF", within: 20) { try Lab.transportState() == "PLAYING" }
+                } catch {
+                    kill(casting.pid, SIGTERM)
+                    Issue.record("the cast: \(await casting.finish(within: 10))")
+                    throw error
+                }
                 #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "load" }, "nothing went over Cast")
                 kill(casting.pid, SIGTERM)
                 _ = await casting.finish(within: 10)
@@ -507,7 +518,12 @@ extension LabTests {
             }
         }
 
-        // MARK: A hostile or broken receiver, a hostile or crowded network
+    }
+
+    /// A hostile or broken receiver, a hostile or crowded network.
+    @Suite struct CastHostileLabTests: CastLabSuite {
+        let servers = Servers()
+
 
         @Test func aReceiverThatFloodsStatusesCannotGrowRoutesMemory() async throws {
             try await withReceiver(["--misbehave", "flood", "--flood-seconds", "6"]) { sandbox in
@@ -615,60 +631,69 @@ extension LabTests {
                 #expect(found.stderr.contains("two announcements claim Cast id \(id)"), "\(found)")
             }
         }
+    }
+}
 
-        // MARK: Helpers
+/// What the Cast lab suites share: the lab's receiver, route with only the Cast provider, and their helpers. (Three
+/// suites, not one, so that they can run at once, each in a lab of its own: scripts/test-suites.)
+protocol CastLabSuite {
+    /// The `route serve` processes a test started.
+    var servers: Servers { get }
+}
 
-        /// The resident memory of a process, in KiB (0 when it is gone).
-        private func residentKiB(of pid: Int32) -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
+extension CastLabSuite {
+    /// The environment of a `route` with only the Cast provider.
+    var cast: [String: String] { ["ROUTE_PROVIDERS": "cast"] }
+    static var address: String { "10.77.0.2:8009" }
+    static var name: String { "Lab Cast" }
 
-        /// Casts a long WAV to the receiver, runs `body` once the receiver plays it, then stops the cast
-        /// (SIGTERM) and returns how it ended.
-        @discardableResult
-        private func whilePlaying(_ sandbox: Sandbox, _ body: (RouteProcess) async throws -> Void) async throws -> RouteResult {
-            let wav = try await sandbox.wav("long.wav", seconds: 30)
-            let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
-            try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
-            try await body(casting)
-            kill(casting.pid, SIGTERM)
-            return await casting.finish(within: 10)
-        }
+    /// The resident memory of a process, in KiB (0 when it is gone).
+    fileprivate func residentKiB(of pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
 
-        /// Starts the test receiver (announced), runs `body` in a sandbox, and stops the receiver.
-        private func withReceiver(_ options: [String] = [], _ body: (Sandbox) async throws -> Void) async throws {
-            try? Lab.control("stop-cast")
-            try CastReceiverLab.start(options)
-            defer { try? Lab.control("stop-cast") }
-            try await inSandbox { sandbox in
-                defer { servers.removeAll() }
-                do { try await body(sandbox) } catch {
-                    await stopServers()
-                    throw error
-                }
+    /// Casts a long WAV to the receiver, runs `body` once the receiver plays it, then stops the cast
+    /// (SIGTERM) and returns how it ended.
+    @discardableResult
+    fileprivate func whilePlaying(_ sandbox: Sandbox, _ body: (RouteProcess) async throws -> Void) async throws -> RouteResult {
+        let wav = try await sandbox.wav("long.wav", seconds: 30)
+        let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
+        try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
+        try await body(casting)
+        kill(casting.pid, SIGTERM)
+        return await casting.finish(within: 10)
+    }
+
+    /// Starts the test receiver (announced), runs `body` in a sandbox, and stops the receiver.
+    fileprivate func withReceiver(_ options: [String] = [], _ body: (Sandbox) async throws -> Void) async throws {
+        try? Lab.control("stop-cast")
+        try CastReceiverLab.start(options)
+        defer { try? Lab.control("stop-cast") }
+        try await inSandbox { sandbox in
+            defer { servers.removeAll() }
+            do { try await body(sandbox) } catch {
                 await stopServers()
+                throw error
             }
+            await stopServers()
         }
+    }
 
-        /// The `route serve` processes a test started.
-        private let servers = Servers()
-
-        private func stopServers() async {
-            for server in servers.all {
-                kill(server.pid, SIGTERM)
-                _ = await server.finish(within: 5)
-            }
+    fileprivate func stopServers() async {
+        for server in servers.all {
+            kill(server.pid, SIGTERM)
+            _ = await server.finish(within: 5)
         }
+    }
 
-        /// Serves `file` with `route serve` (Range and all, which seeking needs) for the rest of the test; the URL.
-        private func serve(_ file: String, in sandbox: Sandbox) async throws -> String {
-            let server = try sandbox.start(["serve", "--bind", "10.77.0.1", file])
-            servers.append(server)
-            try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
-            return server.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+    /// Serves `file` with `route serve` (Range and all, which seeking needs) for the rest of the test; the URL.
+    fileprivate func serve(_ file: String, in sandbox: Sandbox) async throws -> String {
+        let server = try sandbox.start(["serve", "--bind", "10.77.0.1", file])
+        servers.append(server)
+        try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
+        return server.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
@@ -715,7 +740,7 @@ enum CastReceiverLab {
     }
 
     /// Runs a program of the test venv (`.build/test-venv`, made by `scripts/deps test`).
-    static func venvTool(_ name: String, _ arguments: [String]) async throws -> (status: Int32, text: String) {
+    static func venvTool(_ name: String, _ arguments: [String]) async throws -> ToolOutput {
         let path = RouteBinary.packageRoot.appendingPathComponent(".build/test-venv/bin/" + name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw ToolFailed(description: "\(path) is missing: run scripts/deps test (it installs pychromecast and catt)")
