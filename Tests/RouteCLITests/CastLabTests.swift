@@ -35,8 +35,8 @@ extension LabTests {
         @Test func cattCastsToTheTestReceiver() async throws {
             try await withReceiver { sandbox in
                 let url = try await serve(try await sandbox.wav("song.wav", seconds: 20), in: sandbox)
-                let catt = try await CastReceiverLab.venvTool("catt", ["-d", "10.77.0.2", "cast", "-f", url])
-                #expect(catt.status == 0, "\(catt.text)\nthe receiver's last reports: \(CastReceiverLab.events().suffix(10))")
+                let catt = try await CastReceiverLab.catt(["-d", "10.77.0.2", "cast", "-f", url])
+                #expect(catt.status == 0, "\(catt.text)\nthe receiver's last lines:\n\(CastReceiverLab.lastLines())")
                 try await Lab.until("the receiver plays what catt sent", within: 10) {
                     CastReceiverLab.events().contains { $0["playerState"] as? String == "PLAYING" && $0["contentId"] as? String == url }
                 }
@@ -719,6 +719,14 @@ enum CastReceiverLab {
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
+    /// The receiver's last lines as it wrote them: its reports, and whatever else it said (a traceback, GStreamer's
+    /// warnings), for a failure's message.
+    static func lastLines(_ count: Int = 20, of receiver: String = "cast") -> String {
+        guard let state = Lab.environment("ROUTE_LAB_STATE"),
+              let text = try? String(contentsOfFile: state + "/\(receiver).log", encoding: .utf8) else { return "(no log)" }
+        return text.split(separator: "\n").suffix(count).joined(separator: "\n")
+    }
+
     /// Whether the receiver has reported `event` (`flood-start`, `silent`).
     static func has(_ event: String) -> Bool { events().contains { $0["event"] as? String == event } }
 
@@ -730,13 +738,22 @@ enum CastReceiverLab {
     /// Runs Tests/LabTools/cast-sender (pychromecast) against the receiver; its JSON lines.
     static func sender(_ steps: [String]) async throws -> [[String: Any]] {
         let script = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/cast-sender").path
-        let result = try await venvTool("python", [script, "10.77.0.2"] + steps)
-        guard result.status == 0 else {
-            let log = events().suffix(15).compactMap { try? String(decoding: JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
-            throw ToolFailed(description: "cast-sender \(steps.joined(separator: " ")): \(result.text)\nthe receiver's last reports:\n"
-                             + log.joined(separator: "\n"))
+        func failed(_ text: String) -> ToolFailed {
+            ToolFailed(description: "cast-sender \(steps.joined(separator: " ")): \(text)\nthe receiver's last lines:\n\(lastLines())")
         }
+        let result: ToolOutput
+        do { result = try await venvTool("python", [script, "10.77.0.2"] + steps) } catch { throw failed("\(error)") }
+        guard result.status == 0 else { throw failed(result.text) }
         return result.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Runs catt (from the test venv) with pychromecast's TLS socket taking one call at a time
+    /// (Tests/LabTools/pychromecast_serialized.py says why).
+    static func catt(_ arguments: [String]) async throws -> ToolOutput {
+        let tools = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools").path
+        let start = "import sys; sys.path.insert(0, sys.argv.pop(1)); import pychromecast_serialized; from catt.cli import main; "
+            + "sys.argv[0] = 'catt'; sys.exit(main())"
+        return try await venvTool("python", ["-c", start, tools] + arguments)
     }
 
     /// Runs a program of the test venv (`.build/test-venv`, made by `scripts/deps test`).
