@@ -16,8 +16,10 @@ func networkTestsRunInsideTheLab() {
 }
 
 /// Every test that uses the lab's renderers, one at a time: some kill the shared renderer, and
-/// `.serialized` orders tests only within a suite (and the suites inside it).
-@Suite(.serialized, .enabled(if: Lab.isActive, "needs the lab: make test, or scripts/lab run swift test"))
+/// `.serialized` orders tests only within a suite (and the suites inside it). A test that hangs fails on its own after
+/// two minutes (the longest takes about 40 s), and the next one runs; scripts/test-suites runs groups of these suites
+/// at once, each in a lab of its own.
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: Lab.isActive, "needs the lab: make test, or scripts/lab run swift test"))
 struct LabTests {}
 
 extension LabTests {
