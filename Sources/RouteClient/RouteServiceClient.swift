@@ -4,6 +4,7 @@
 import Foundation
 import RouteCore
 import RouteGIO
+import Synchronization
 
 /// A connection to the route service on the user's session bus.
 ///
@@ -181,12 +182,16 @@ public final class RouteServiceClient: Sendable {
             guard case .descriptor(let descriptor) = file else { return nil }
             return .fileDescriptor(DBusDescriptor(sending: descriptor))
         }
+        // The service's signals, followed from before the call: the session plays as soon as the service has answered,
+        // and a short first item can play and end before a subscription made after the answer (by events()) would
+        // be heard by the bus — `route cast` through the service then never said it played.
+        let early = bus.signals(sender: RouteServiceAPI.busName)
         let reply = try await manager("Cast", [.string(device), .strings(paths), .array(elementType: "h", descriptors),
                                                .dictionary(options.dictionary)], timeout: .seconds(60))
         guard case .objectPath(let path)? = reply.first else {
             throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the service answered the cast without a session")
         }
-        return RemoteSession(bus: bus, path: path)
+        return RemoteSession(bus: bus, path: path, signalsSinceItBegan: early)
     }
 
     /// A session another controller plays (a renderer another app started, a Cast receiver a phone casts to), which
@@ -536,10 +541,14 @@ public final class RemoteSession: Sendable {
     private let bus: DBusConnection
     /// The session's object path.
     public let path: String
+    /// The service's signals from before the session began (a cast's), for the first `events()`: then nothing it
+    /// said is missed.
+    private let signalsSinceItBegan: Mutex<AsyncStream<DBusSignal>?>
 
-    init(bus: DBusConnection, path: String) {
+    init(bus: DBusConnection, path: String, signalsSinceItBegan: AsyncStream<DBusSignal>? = nil) {
         self.bus = bus
         self.path = path
+        self.signalsSinceItBegan = Mutex(signalsSinceItBegan)
     }
 
     /// How a session ended: why (`finished`, `stopped`, `failed`, `client-left`, `service-stopped`) and, for a
@@ -570,9 +579,15 @@ public final class RemoteSession: Sendable {
     }
 
     /// The session's status now, then every change, then its end; the stream finishes after `.ended` (or at once,
-    /// with `.ended(service-stopped)`, when the session is gone or the service leaves the bus).
+    /// with `.ended(service-stopped)`, when the session is gone or the service leaves the bus). The first call on a
+    /// session `cast` returned starts from the session's beginning instead: every status it had, in order.
     public func events() -> AsyncStream<Event> {
-        let changes = bus.signals(sender: nil, path: path)
+        let early = signalsSinceItBegan.withLock { stream in
+            defer { stream = nil }
+            return stream
+        }
+        let path = self.path
+        let changes = early ?? bus.signals(sender: nil, path: path)
         let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                  arg0: RouteServiceAPI.busName)
         return AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
@@ -586,12 +601,15 @@ public final class RemoteSession: Sendable {
                         }
                     }
                     group.addTask {
-                        if let status = try? await self.status() { continuation.yield(.status(status)) } else {
-                            continuation.yield(.ended(End(reason: "service-stopped", error: "", message: "the session has ended")))
-                            continuation.finish()
-                            return
+                        // Followed from its beginning, its statuses come as signals; else the one it has now comes first.
+                        if early == nil {
+                            if let status = try? await self.status() { continuation.yield(.status(status)) } else {
+                                continuation.yield(.ended(End(reason: "service-stopped", error: "", message: "the session has ended")))
+                                continuation.finish()
+                                return
+                            }
                         }
-                        for await signal in changes {
+                        for await signal in changes where signal.path == path {
                             if signal.name == "Notice", case .string(let words)? = signal.arguments.first {
                                 continuation.yield(.notice(words))
                                 continue
