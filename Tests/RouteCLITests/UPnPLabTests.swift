@@ -296,7 +296,12 @@ extension LabTests {
                 let second = try await sandbox.wav("second.wav", seconds: 20)
                 let upnp = ["ROUTE_PROVIDERS": "upnp"]
                 let cast = try sandbox.start(["cast", first, second, "--to", fake.description], environment: upnp)
-                try await sandbox.poll(["status"], "the first file playing") { $0.stdout.contains("playing first") }
+                do {
+                    try await sandbox.poll(["status"], "the first file playing") { $0.stdout.contains("playing first") }
+                } catch {
+                    Issue.record("the cast so far: \(cast.stdout) \(cast.stderr)\nthe fake: \(fake.output.suffix(3000))")
+                    throw error
+                }
                 try await sandbox.run(["next"]).expectSuccess()
                 try await sandbox.poll(["status"], "the second file playing") { $0.stdout.contains("playing second") }
                 try await Lab.until("the renderer's late part is done", within: 5) {
