@@ -130,7 +130,7 @@ public enum Fixtures {
     }
 
     /// A key naming `text` (FNV-1a, 64 bits), with a file extension.
-    public static func key(for text: String, suffix: String) -> String {
+    private static func key(for text: String, suffix: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return "gst-" + String(hash, radix: 16) + (suffix.isEmpty ? "" : "." + suffix)
