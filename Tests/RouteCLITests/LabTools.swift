@@ -180,20 +180,28 @@ enum Lab {
     }
 
     /// Stops the renderer and waits until it says STOPPED, so each test starts from rest.
+    /// A renderer found dead (gmediarender 0.1 with GStreamer 1.20 has been seen to segfault in libsoup 3 once in
+    /// many runs) is started again and said, so that its crash fails the test it happened in and not every one after.
     static func stopRenderer() async throws {
+        if try runTool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, ["status"]).text.contains("renderer  stopped") {
+            print("lab: the renderer was not running (its log: renderer.log); starting it again")
+            try control("start-renderer")
+        }
         _ = try soap("AVTransport", "Stop")
         try await until("the renderer is STOPPED", within: 5) { try transportState() == "STOPPED" || transportState() == "NO_MEDIA_PRESENT" }
     }
 
     /// Polls `condition` every 50 ms until it holds; records an issue and throws after `seconds`.
-    static func until(_ what: String, within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation,
+    /// `meanwhile` says what else the failure should show (what route printed so far, say).
+    static func until(_ what: String, within seconds: Double, meanwhile: () -> String = { "" }, sourceLocation: SourceLocation = #_sourceLocation,
                       isolation: isolated (any Actor)? = #isolation, _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
             if (try? condition()) == true { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        Issue.record("\(what) did not happen within \(seconds) s", sourceLocation: sourceLocation)
+        let also = meanwhile()
+        Issue.record("\(what) did not happen within \(seconds) s\(also.isEmpty ? "" : "; meanwhile: " + also)", sourceLocation: sourceLocation)
         throw PollTimeout()
     }
 

@@ -264,7 +264,8 @@ extension LabTests {
                 try Lab.nft(["add", "rule", "ip", "routetest", "out", "ip", "daddr", "10.77.0.2", "tcp", "dport", "8088", "reject", "with", "tcp", "reset"])
                 let playing = try sandbox.start(["cast", Self.web + "/tone.mp3", "--to", Lab.rendererName], environment: upnp)
                 // The renderer is given 6 s to fetch it, then route serves it: ~10 s on an idle machine, twice that beside the suite.
-                try await Lab.until("the renderer plays route's stream of the URL", within: 40) {
+                try await Lab.until("the renderer plays route's stream of the URL", within: 40,
+                                    meanwhile: { "route said \(playing.stderr); the renderer plays \((try? Lab.trackURI()) ?? "?")" }) {
                     try Lab.trackURI().hasPrefix("http://10.77.0.1:") && Lab.transportState() == "PLAYING" && Lab.position() >= 1
                 }
                 let result = await playing.finish(within: 20)

@@ -158,11 +158,21 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"))
     func aSwiftPluginPublishesAndIsControlledThroughTheHost() async throws {
-        setenv("ROUTE_BENCH_SERVE", "1", 1)
-        let provider = PluginProvider(name: "echo", path: Self.echo)
+        // The bench serves as a plugin when ROUTE_BENCH_SERVE=1: a wrapper says so for this plugin alone (setting it
+        // in this process would reach every test running beside this one).
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("route-echo-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let wrapper = folder + "/route-provider-echo"
+        try "#!/bin/sh\nROUTE_BENCH_SERVE=1 exec '\(Self.echo)'\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        let provider = PluginProvider(name: "echo", path: wrapper)
         let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
         let versions = Mutex<[String]>([])
-        let context = ProviderContext(log: .discard, discovery: .none, publish: { sink.yield($0) },
+        // What the host says about the plugin, shown if the test fails.
+        let said = Mutex<[String]>([])
+        let log = RouteLog { level, source, message in said.withLock { $0.append("\(level) \(source): \(message)") } }
+        let context = ProviderContext(log: log, discovery: .none, publish: { sink.yield($0) },
                                       version: { version in versions.withLock { $0.append(version) } })
         // If the plugin fails (its print reached the channel), discovery ends and so do the snapshots.
         let discovery = Task {
@@ -171,7 +181,7 @@ import Testing
         }
         var first: [MediaRoute] = []
         for await routes in snapshots { first = routes; break }
-        if first.isEmpty { Issue.record("no snapshot: \(await discovery.result)") }
+        if first.isEmpty { Issue.record("no snapshot: \(await discovery.result); the host said: \(said.withLock { $0 })") }
         #expect(first.map(\.id) == ["echo:echo-1"] && first.first?.name == "Echo", "the print went to stderr, not the channel")
         #expect(versions.withLock { $0 } == ["bench"])
         let route = try #require(first.first)
