@@ -51,9 +51,9 @@ let package = Package(
         .target(name: "CCastMessage", dependencies: ["CProtobufC"], exclude: ["cast_channel.proto"]),
         .target(
             name: "CRouteShim",
-            dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp"]
+            dependencies: ["CGStreamer", "CGStreamerPbutils", "CGStreamerApp", "CGIO"]
         ),
-        .target(name: "RouteCore", swiftSettings: swift6),
+        .target(name: "RouteCore", dependencies: ["CPluginSpawn"], swiftSettings: swift6),
         // Desktop audio: a sink on the sound server named for a device.
         .target(name: "RouteSound", dependencies: ["CSoundShim"], swiftSettings: swift6),
         // GLib's main loop, GError and D-Bus (GIO alone: what the client library links), and the libsoup HTTP client.
@@ -105,7 +105,7 @@ let package = Package(
                           path: "Tests/Fuzz", exclude: ["Corpus", "lsan.supp"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
-        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying", "MediaRouting"],
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying", "MediaRouting", "RouteCLI"],
                     swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),

@@ -42,8 +42,15 @@ actor CastController: RouteController {
     private var queuedURL: String?
     private var expectingStop = false
     private var lastHeard = ContinuousClock.now
-    /// Whether the receiver has said anything on the current link (a link that only completed TLS proves nothing).
+    /// Whether the receiver has said anything but heartbeats on the current link (a link that only completed TLS, or
+    /// answers PING and nothing else, proves nothing).
     private var heardOnLink = false
+    /// The receiver GET_STATUS that proves the link carries requests, not only heartbeats, and when it was sent; nil
+    /// once answered.
+    private var statusAsked: (id: Int, at: ContinuousClock.Instant)?
+    private var lastAnswered = ContinuousClock.now
+    /// The certificate of the receiver on the current link: remembered as this Cast id's once it answers a request.
+    private var linkFingerprint: String?
     /// Links made so far, and the count when the item was loaded: a media app gone after a new link is a receiver
     /// that restarted, not another controller.
     private var links = 0
@@ -58,6 +65,10 @@ actor CastController: RouteController {
 
     static let heartbeatInterval: Duration = .seconds(5)
     static let heartbeatsMissedBeforeDead = 3
+    /// A link whose receiver leaves a GET_STATUS unanswered this long is dead, however it answers PINGs.
+    static let requestsAnsweredWithin: Duration = .seconds(10)
+    /// How often a link that carries no other request is asked for a status, to prove it still carries requests.
+    static let statusAskedEvery: Duration = .seconds(30)
     static let callTimeout: Duration = .seconds(5)
     /// How long the receiver may stay unreachable before the item ends: a killed receiver is told within 10 s.
     static let reconnectWindow: Duration = .seconds(7)
@@ -140,10 +151,11 @@ actor CastController: RouteController {
     private func attach(_ link: TLSConnection) async throws {
         lastHeard = .now
         heardOnLink = false
+        linkFingerprint = link.fingerprint
         links += 1
         connectedTransport = nil
         try await send(on: link, CastNamespace.connection, to: CastNamespace.receiverID, CastJSON.connect())
-        try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": replies.makeID()])
+        try await askStatus(on: link)
         if let transport = app?.transportId {
             try await openTransport(transport, on: link)
             try await send(on: link, CastNamespace.media, to: transport, ["type": "GET_STATUS", "requestId": replies.makeID()])
@@ -158,14 +170,26 @@ actor CastController: RouteController {
         connectedTransport = transport
     }
 
-    /// PING every `heartbeatInterval`; throws when the receiver has said nothing for three of them.
+    /// Asks the receiver for its status, noting when: the link is alive while such requests are answered.
+    private func askStatus(on link: TLSConnection) async throws {
+        let id = replies.makeID()
+        statusAsked = (id, .now)
+        try await send(on: link, CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "GET_STATUS", "requestId": id])
+    }
+
+    /// PING every `heartbeatInterval`; throws when the receiver has said nothing for three of them, or has left a
+    /// status request unanswered for `requestsAnsweredWithin`.
     private func heartbeat(on link: TLSConnection) async throws {
         while true {
             try await Task.sleep(for: Self.heartbeatInterval)
-            let silent = ContinuousClock.now - lastHeard
-            if silent > Self.heartbeatInterval * Self.heartbeatsMissedBeforeDead {
+            let now = ContinuousClock.now
+            if now - lastHeard > Self.heartbeatInterval * Self.heartbeatsMissedBeforeDead {
                 throw TLSError(reason: "it missed \(Self.heartbeatsMissedBeforeDead) heartbeats")
             }
+            if let asked = statusAsked, now - asked.at > Self.requestsAnsweredWithin {
+                throw TLSError(reason: "it answers heartbeats but not requests (no status within \(Self.requestsAnsweredWithin.components.seconds) s)")
+            }
+            if statusAsked == nil, now - lastAnswered >= Self.statusAskedEvery { try await askStatus(on: link) }
             try await send(on: link, CastNamespace.heartbeat, to: CastNamespace.receiverID, ["type": "PING"])
         }
     }
@@ -256,7 +280,7 @@ actor CastController: RouteController {
 
     private func handle(_ message: CastMessage) async throws {
         lastHeard = .now
-        heardOnLink = true
+        if message.namespace != CastNamespace.heartbeat { heardOnLink = true }
         guard CastNamespace.known.contains(message.namespace) else {
             // Receivers speak namespaces route does not use (device authentication, multizone, apps' own).
             log(.debug, "\(route.name): ignored a message on \(message.namespace)")
@@ -282,6 +306,12 @@ actor CastController: RouteController {
             if let sessions = MediaSessionStatus.decode(message.payload) { mediaChanged(sessions, from: message.source) }
         default:
             break
+        }
+        if let asked = statusAsked, envelope.requestId == asked.id {
+            statusAsked = nil
+            lastAnswered = .now
+            // The first time route meets this receiver, its certificate becomes what tells it from an impostor.
+            if let fingerprint = linkFingerprint { CastCertificates.shared.remember(route.nativeID, fingerprint: fingerprint) }
         }
         if let id = envelope.requestId, id != 0 {
             replies.resume(id, with: .success(CastReply(type: envelope.type ?? "", payload: message.payload)))

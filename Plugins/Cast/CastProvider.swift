@@ -23,10 +23,17 @@ public struct CastProvider: RouteProvider {
     static let checksAtOnce = 4
     static let checkBacklog = 64
 
+    /// The first listing waits until the announcements avahi-daemon already knows have resolved — no new one for
+    /// `burstQuiet`, at most `burstLimit` after the first — so that two that claim one Cast id are seen together and
+    /// a process that starts and casts by name at once cannot take whichever resolved first. Later ones are listed
+    /// the moment they resolve.
+    static let burstQuiet: Duration = .milliseconds(40)
+    static let burstLimit: Duration = .milliseconds(300)
+
     /// Follows `_googlecast._tcp` on the shared DNS-SD service until cancelled. Each receiver is listed the
-    /// moment it resolves; checks happen beside the listing, a few at a time, and list it again when they learn
-    /// something: its hardware address (an identity a DLNA route of the same device shares), or, when two
-    /// announcements claim one Cast id, which of them answers as a Cast receiver.
+    /// moment it resolves (the first ones as a burst, `burstQuiet`); checks happen beside the listing, a few at a
+    /// time, and list it again when they learn something: its hardware address (an identity a DLNA route of the same
+    /// device shares), or, when two announcements claim one Cast id, which of them answers as a Cast receiver.
     /// - Throws: when DNS-SD is not among the context's services.
     public func run(_ context: ProviderContext) async throws {
         guard let dnssd = context.discovery.dnssd else { throw RouteError.unsupported(device: "Cast", what: "run without DNS-SD (mDNS)") }
@@ -34,7 +41,9 @@ public struct CastProvider: RouteProvider {
         let table = CastServiceTable()
         let (checks, check) = AsyncStream<CastCheck>.makeStream(bufferingPolicy: .bufferingNewest(Self.checkBacklog))
         let directory = self.directory
+        let burst = FirstBurst()
         let publish: @Sendable () -> Void = {
+            guard !burst.holding else { return }
             let (routes, said, suspects) = table.routes()
             for line in said { context.log(.notice, line) }
             for suspect in suspects { check.yield(.verify(suspect)) }
@@ -42,6 +51,13 @@ public struct CastProvider: RouteProvider {
             context.publish(routes)
         }
         await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // Ends the first burst (see `burstQuiet`).
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(10))
+                    if burst.endIfQuiet() { publish(); return }
+                }
+            }
             group.addTask {
                 await withTaskGroup(of: Void.self) { running in
                     var count = 0
@@ -53,8 +69,12 @@ public struct CastProvider: RouteProvider {
                                 await CastReceiver.touch(service)
                                 if NeighbourTable.mac(for: service.address) != nil { publish() }
                             case .verify(let service):
-                                let answers = await CastReceiver.answers(at: CastAddress(host: service.address, port: UInt16(service.port))) == .cast
-                                table.verified(service, answers: answers)
+                                let answer = await CastReceiver.answers(at: CastAddress(host: service.address, port: UInt16(service.port)))
+                                if case .cast(let fingerprint) = answer {
+                                    table.verified(service, answers: true, fingerprint: fingerprint)
+                                } else {
+                                    table.verified(service, answers: false, fingerprint: nil)
+                                }
                                 publish()
                             }
                         }
@@ -73,6 +93,7 @@ public struct CastProvider: RouteProvider {
                         continue
                     }
                     table.found(service)
+                    burst.found()
                     if NeighbourTable.mac(for: service.address) == nil { check.yield(.touch(service)) }
                 case .removed(let name, let type, let domain, let interface):
                     table.removed(DNSSDService.key(name: name, type: type, domain: domain, interface: interface))
@@ -116,6 +137,31 @@ public struct CastProvider: RouteProvider {
     }
 }
 
+/// The first burst of announcements (`CastProvider.burstQuiet`): held until it is quiet.
+final class FirstBurst: Sendable {
+    /// When its first and latest announcement came (nil before the first), and whether it is still held.
+    private let state = Mutex<(first: ContinuousClock.Instant?, latest: ContinuousClock.Instant, holding: Bool)>((nil, .now, true))
+
+    /// Whether listings are still held.
+    var holding: Bool { state.withLock { $0.holding } }
+
+    /// An announcement resolved.
+    func found() {
+        state.withLock { $0 = ($0.first ?? .now, .now, $0.holding) }
+    }
+
+    /// Ends the hold when the burst is over (quiet for `burstQuiet`, or `burstLimit` old); true when it ended now.
+    func endIfQuiet() -> Bool {
+        state.withLock { state in
+            let now = ContinuousClock.now
+            guard state.holding, let first = state.first,
+                  now - state.latest >= CastProvider.burstQuiet || now - first >= CastProvider.burstLimit else { return false }
+            state.holding = false
+            return true
+        }
+    }
+}
+
 /// What the provider checks beside listing: a receiver to touch, or an announcement to ask whether it answers as a
 /// Cast receiver (one of two that claim one id).
 enum CastCheck: Sendable {
@@ -131,6 +177,8 @@ final class CastServiceTable: Sendable {
         var service: DNSSDService
         /// Whether it answered as a Cast receiver when asked (nil: not asked).
         var answers: Bool?
+        /// The certificate it showed then.
+        var fingerprint: String?
     }
     private struct State {
         var entries: [String: Entry] = [:]
@@ -160,38 +208,74 @@ final class CastServiceTable: Sendable {
     func removeAll() { state.withLock { $0.entries.removeAll() } }
 
     /// What asking `service` whether it is a Cast receiver showed.
-    func verified(_ service: DNSSDService, answers: Bool) {
+    func verified(_ service: DNSSDService, answers: Bool, fingerprint: String?) {
         state.withLock { state in
             guard state.entries[service.key]?.service == service else { return }
             state.entries[service.key]?.answers = answers
+            state.entries[service.key]?.fingerprint = fingerprint
         }
     }
 
     /// The routes of the live announcements; lines to log, each once (conflicts, and a name that moved to another
     /// announcement); and announcements in a conflict that have not been asked yet whether they answer as Cast.
+    ///
+    /// Two announcements of one Cast id at different addresses: neither is listed until both were asked; then the one
+    /// whose certificate route met before under that id is the receiver, else the only one that answers as Cast; when
+    /// both answer and neither is known, route lists neither and says how to cast to one by its address (a name is
+    /// no proof: anyone on the network can announce it).
     func routes() -> (routes: [MediaRoute], said: [String], suspects: [DNSSDService]) {
         state.withLock { state in
+            // Ids more than one live announcement claims, and the certificate route knows for each.
+            var addressesByID: [String: Set<String>] = [:]
+            for entry in state.entries.values {
+                if let id = CastReceiver.id(of: entry.service) { addressesByID[id, default: []].insert("\(entry.service.address):\(entry.service.port)") }
+            }
+            let contested = Set(addressesByID.filter { $0.value.count > 1 }.keys)
+            let known = Dictionary(uniqueKeysWithValues: contested.map { ($0, CastCertificates.shared.known($0)) })
+            func isKnown(_ entry: Entry) -> Bool {
+                guard let id = CastReceiver.id(of: entry.service), let fingerprint = entry.fingerprint else { return false }
+                return known[id] == fingerprint
+            }
             let preferred = state.entries.values.sorted { a, b in
+                let (knownA, knownB) = (isKnown(a), isKnown(b))
+                if knownA != knownB { return knownA }
                 let (rankA, rankB) = (Self.rank(a.answers), Self.rank(b.answers))
                 return rankA != rankB ? rankA < rankB : a.order < b.order
             }
-            let (routes, conflicts) = CastReceiver.routes(from: preferred.map(\.service))
+            var (routes, conflicts) = CastReceiver.routes(from: preferred.map(\.service))
             if state.said.count > 512 { state.said.removeAll() }
             if state.asked.count > 512 { state.asked.removeAll() }
             var said: [String] = []
             var suspects: [DNSSDService] = []
+            var withheld: Set<String> = []
             for conflict in conflicts {
+                let (kept, ignored) = (state.entries[conflict.kept.key], state.entries[conflict.ignored.key])
                 for service in [conflict.kept, conflict.ignored] where state.entries[service.key]?.answers == nil {
                     if state.asked.insert(service).inserted { suspects.append(service) }
                 }
-                let line = "two announcements claim Cast id \(conflict.id): keeping \(Self.named(conflict.kept, state.entries[conflict.kept.key]?.answers)); "
-                    + "ignoring \(Self.named(conflict.ignored, state.entries[conflict.ignored.key]?.answers))"
+                let line: String
+                if kept?.answers == nil || ignored?.answers == nil {
+                    withheld.insert(conflict.id)
+                    continue
+                } else if kept.map(isKnown) == true {
+                    line = "two announcements claim Cast id \(conflict.id): keeping \(Self.named(conflict.kept, kept?.answers)), the receiver route "
+                        + "met before (its certificate); ignoring \(Self.named(conflict.ignored, ignored?.answers))"
+                } else if kept?.answers == true, ignored?.answers == true {
+                    withheld.insert(conflict.id)
+                    line = "two receivers claim Cast id \(conflict.id) (\(Self.named(conflict.kept, nil)) and \(Self.named(conflict.ignored, nil))), and route "
+                        + "knows neither's certificate: it lists neither; cast to the right one by its address "
+                        + "(--to \(conflict.kept.address):\(conflict.kept.port)), and route will know it from then on"
+                } else {
+                    line = "two announcements claim Cast id \(conflict.id): keeping \(Self.named(conflict.kept, kept?.answers)); "
+                        + "ignoring \(Self.named(conflict.ignored, ignored?.answers))"
+                }
                 if state.said.insert(line).inserted { said.append(line) }
             }
+            routes.removeAll { withheld.contains($0.nativeID) }
             // A name does not move to another announcement silently (one announcement moving, a group's leader, does).
             var winners: [String: DNSSDService] = [:]
             for entry in preferred {
-                if let id = CastReceiver.id(of: entry.service), winners[id] == nil { winners[id] = entry.service }
+                if let id = CastReceiver.id(of: entry.service), winners[id] == nil, !withheld.contains(id) { winners[id] = entry.service }
             }
             for (id, service) in winners {
                 if let before = state.listed[id], before.key != service.key {
@@ -309,7 +393,8 @@ package enum CastReceiver {
 
     /// What is at an address.
     enum Answer: Equatable {
-        case cast
+        /// A Cast receiver, with its certificate's fingerprint.
+        case cast(fingerprint: String?)
         case notCast
         case unreachable(String)
     }
@@ -341,7 +426,9 @@ package enum CastReceiver {
                 while let bytes = try link.receive(until: deadline) {
                     decoder.append(bytes)
                     while let message = try decoder.next() {
-                        if message.namespace == CastNamespace.receiver, ReceiverStatus.decode(message.payload) != nil { return .cast }
+                        if message.namespace == CastNamespace.receiver, ReceiverStatus.decode(message.payload) != nil {
+                            return .cast(fingerprint: link.fingerprint)
+                        }
                     }
                 }
             } catch {}

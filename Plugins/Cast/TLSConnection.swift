@@ -29,6 +29,8 @@ final class TLSConnection: Sendable {
     private let fd: Int32
     /// The peer, `host:port`, for messages.
     let peer: String
+    /// The SHA-256 of the peer's certificate (hex), what tells one receiver from another that claims its id.
+    let fingerprint: String?
 
     /// Receivers' certificates are self-signed by the device (Google signs a separate device-authentication
     /// challenge that route does not use), so nothing is verified: the channel is encrypted, not
@@ -43,7 +45,18 @@ final class TLSConnection: Sendable {
     private init(fd: Int32, ssl: OpaquePointer, peer: String) {
         self.fd = fd
         self.peer = peer
+        fingerprint = Self.fingerprint(of: ssl)
         handle = Mutex(Handle(ssl: ssl))
+    }
+
+    /// The SHA-256 of the certificate the peer presented in the handshake, as hex.
+    private static func fingerprint(of ssl: OpaquePointer) -> String? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard X509_digest(certificate, EVP_sha256(), &digest, &length) == 1 else { return nil }
+        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
     }
 
     deinit {

@@ -189,11 +189,13 @@ package struct XMLNode: Sendable {
     }
 }
 
-/// XML escaping for text and attribute values we write.
+/// XML escaping for text and attribute values we write; characters XML 1.0 forbids (C0 controls but tab and line
+/// breaks, U+FFFE, U+FFFF) and the C1 controls are left out: one of them makes a renderer refuse the whole document.
 func xmlEscape(_ text: String) -> String {
     var out = ""
     out.reserveCapacity(text.count)
     for character in text {
+        if character.unicodeScalars.contains(where: isForbiddenInXML) { continue }
         switch character {
         case "&": out += "&amp;"
         case "<": out += "&lt;"
@@ -204,6 +206,12 @@ func xmlEscape(_ text: String) -> String {
         }
     }
     return out
+}
+
+/// Whether XML 1.0 forbids `scalar` in a document, or it is a C1 control (which it discourages).
+private func isForbiddenInXML(_ scalar: Unicode.Scalar) -> Bool {
+    let value = scalar.value
+    return (value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D) || (0x7F...0x9F).contains(value) || value == 0xFFFE || value == 0xFFFF
 }
 
 /// A SOAP action response: `<u:ActionResponse><Arg>value</Arg>…`.

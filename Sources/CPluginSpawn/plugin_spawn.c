@@ -1,10 +1,14 @@
-// plugin_spawn: posix_spawn with GNU's pipe2 and closefrom, which Swift's Glibc module does not export.
+// plugin_spawn: posix_spawn with GNU's pipe2 and closefrom, which Swift's Glibc module does not export; fork and exec
+// for helpers, which need what posix_spawn cannot set (a parent-death signal, a memory limit).
 #define _GNU_SOURCE
 #include "plugin_spawn.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -49,5 +53,53 @@ int route_plugin_spawn(const char *path, int *to_child, int *from_child, int *ch
     *to_child = in[1];
     *from_child = out[0];
     *child_errors = err[0];
+    return 0;
+}
+
+int route_helper_spawn(const char *path, char *const argv[], int output, int errors, unsigned long long data_bytes, pid_t *pid) {
+    // posix_spawn cannot set a parent-death signal or a limit: fork, then only async-signal-safe calls until exec.
+    pid_t parent = getpid();
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    pid_t child = fork();
+    if (child < 0) { int e = errno; close(report[0]); close(report[1]); return e; }
+    if (child == 0) {
+        int failure = 0;
+        if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failure = errno;
+        // route ended between fork and prctl: nobody would kill this child.
+        if (!failure && getppid() != parent) _exit(127);
+        if (!failure && data_bytes > 0) {
+            struct rlimit limit = {data_bytes, data_bytes};
+            if (setrlimit(RLIMIT_DATA, &limit) != 0) failure = errno;
+        }
+        int nothing = open("/dev/null", O_RDONLY);
+        if (!failure && (nothing < 0 || dup2(nothing, 0) < 0 || dup2(output, 1) < 0 || dup2(errors, 2) < 0)) failure = errno;
+        if (!failure) {
+            sigset_t none;
+            sigemptyset(&none);
+            sigprocmask(SIG_SETMASK, &none, NULL);
+            int reset[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT, SIGCHLD};
+            for (unsigned i = 0; i < sizeof reset / sizeof reset[0]; i++) signal(reset[i], SIG_DFL);
+            // The report pipe is close-on-exec: exec closes it, which tells the parent the start went well.
+            if (report[1] > 3) close_range(3, (unsigned)report[1] - 1, 0);
+            close_range((unsigned)report[1] + 1, ~0U, 0);
+            execv(path, argv);
+            failure = errno;
+        }
+        ssize_t written = write(report[1], &failure, sizeof failure);
+        (void)written;
+        _exit(127);
+    }
+    close(report[1]);
+    int failure = 0;
+    ssize_t got;
+    do { got = read(report[0], &failure, sizeof failure); } while (got < 0 && errno == EINTR);
+    close(report[0]);
+    if (got == (ssize_t)sizeof failure && failure != 0) {
+        int status;
+        waitpid(child, &status, 0);
+        return failure;
+    }
+    *pid = child;
     return 0;
 }

@@ -14,8 +14,8 @@ public struct QueueEntry: Sendable, Hashable {
     public var location: String
     public var title: String?
     public var artist: String?
-    /// Cover art: a URL on the web or a picture's path.
-    public var artwork: String?
+    /// Cover art: a URL on the web, or a picture found beside the file in its folder.
+    public var artwork: ArtworkSource?
     /// Seconds, when the source says (a playlist's #EXTINF, a page).
     public var duration: Double?
     /// A live stream: no length, no seeking.
@@ -30,7 +30,7 @@ public struct QueueEntry: Sendable, Hashable {
     public var webPlaylist: String?
 
     /// An entry for `location`.
-    public init(_ location: String, title: String? = nil, artwork: String? = nil, duration: Double? = nil) {
+    public init(_ location: String, title: String? = nil, artwork: ArtworkSource? = nil, duration: Double? = nil) {
         self.location = location
         self.title = title
         self.artwork = artwork
@@ -54,6 +54,9 @@ public struct WebFormat: Sendable, Hashable {
 public struct CastQueue: Sendable {
     public var entries: [QueueEntry]
     public var notices: [String]
+    /// What lets GStreamer fetch the URLs on this machine that were named by one who may name them: keep it as long as
+    /// the queue plays.
+    public var allowances: [FetchGuard.Allowance] = []
 }
 
 /// Makes a cast's queue from paths and URLs.
@@ -67,6 +70,28 @@ public enum CastSources {
         /// How long a URL may take to answer, and yt-dlp to resolve a page.
         public var timeout: Duration = .seconds(15)
         public var pageTimeout: Duration = .seconds(120)
+        /// Who named the sources: what they may name follows from it (`Asker`).
+        public var asker: Asker = .person
+        /// What reading the sources may cost at most.
+        public var limits = Limits()
+        /// Hears, about once a second while sources take long to read, how far reading has got ("1,200 items, 14
+        /// playlists fetched").
+        public var progress: (@Sendable (String) -> Void)?
+        public init() {}
+    }
+
+    /// What one cast's sources may cost to read. A playlist may name playlists, to a depth of 8, each of any length:
+    /// without a budget a few lines on the web expand to millions of fetches. Reaching a limit ends reading with a
+    /// line that says so; what was read by then is played.
+    public struct Limits: Sendable {
+        /// Items in the queue: the most a cast takes (the service's limit for files an app names too).
+        public var entries = 10_000
+        /// Playlists and pages fetched from the web.
+        public var fetches = 100
+        /// Reading everything (folders, playlists, fetches, pages).
+        public var time: Duration = .seconds(120)
+        /// Bytes of one playlist file on this machine.
+        public var playlistBytes = 16 << 20
         public init() {}
     }
 
@@ -76,13 +101,13 @@ public enum CastSources {
     ///   thrown: the queue skips it with a line when it comes to it.
     public static func expand(_ sources: [String], options: Options = Options()) async throws -> CastQueue {
         var reader = SourceReader(options: options)
-        for source in sources {
-            try await reader.add(source, origin: .person)
+        for source in sources where !reader.isSpent {
+            try await reader.add(source, origin: .named(options.asker))
         }
         if reader.entries.isEmpty {
             throw MediaError.nothingToPlay(sources.joined(separator: ", "), reason: reader.notices.last ?? "no media in it")
         }
-        return CastQueue(entries: reader.entries, notices: reader.notices)
+        return CastQueue(entries: reader.entries, notices: reader.notices, allowances: reader.allowances)
     }
 
     /// Playlist file extensions.
@@ -109,20 +134,30 @@ public enum CastSources {
     }
 }
 
-/// Where a source came from: a person (the command line, an app) may name anything; what a playlist or page on the
-/// web names may not point at this machine.
+/// Where a source came from: named by a person or an app, in a playlist file on this machine (read on the say of one
+/// that may name files), or in a document from the web.
 enum SourceOrigin: Equatable {
-    case person
+    case named(Asker)
     case localPlaylist(String)
     case web(String)
 
-    var isWeb: Bool { if case .web = self { true } else { false } }
+    /// Who is taken to have asked for what this origin names.
+    var asker: Asker {
+        switch self {
+        case .named(let asker): asker
+        case .localPlaylist: .person
+        case .web(let document): .web(document)
+        }
+    }
+
+    /// Whether a person or an app named it, rather than a folder or playlist holding it.
+    var isNamed: Bool { if case .named = self { true } else { false } }
 }
 
-/// Reads sources into entries, one after another.
+/// Reads sources into entries, one after another, within the options' limits.
 struct SourceReader {
     let options: CastSources.Options
-    var entries: [QueueEntry] = []
+    private(set) var entries: [QueueEntry] = []
     var notices: [String] = []
     /// Playlists being read (by real path or URL): one that names itself, or one that names it, is not read again.
     private var reading: [String] = []
@@ -130,102 +165,138 @@ struct SourceReader {
     /// Bytes of a playlist or HLS playlist read from the web.
     private static let playlistLimit = 1 << 20
     private static let maxRedirects = 5
+    /// Threads that read folders: a big or looping tree must not hold the cooperative pool (the service's other
+    /// clients wait on it).
+    private static let folderThreads = BlockingThreads(name: "route-folders", count: 2)
+    private let started = ContinuousClock.now
+    private var fetches = 0
+    private var lastProgress = ContinuousClock.now
+    /// The limit reached, in words, once one is: nothing more is read.
+    private(set) var spent: String?
+    /// URLs on this machine that GStreamer may fetch, named by one who may name them.
+    private(set) var allowances: [FetchGuard.Allowance] = []
+    private var allowedOrigins: Set<String> = []
 
     init(options: CastSources.Options) { self.options = options }
 
-    /// Adds `source`; from a person, a problem is thrown; from a playlist, it becomes a line and the rest goes on.
+    /// Whether a limit was reached, so that nothing more is read.
+    var isSpent: Bool { spent != nil }
+
+    /// Adds `source`; from a person or an app, a problem is thrown; from a playlist, it becomes a line and the rest goes on.
     mutating func add(_ source: String, origin: SourceOrigin) async throws {
+        guard checkBudget() else { return }
         do {
             if MediaInfo.isRemote(source) {
                 try await addURL(source, origin: origin)
             } else {
                 try await addPath(source, origin: origin)
             }
-        } catch let error where origin != .person && !(error is CancellationError) {
+        } catch let error where !origin.isNamed && !(error is CancellationError) {
             // Most errors name the source first already.
             let words = "\(error)"
             notices.append("skipping " + (words.hasPrefix(source) ? words : "\(source): \(words)"))
         }
     }
 
-    // MARK: Paths
+    // MARK: Limits
 
-    private mutating func addPath(_ path: String, origin: SourceOrigin) async throws {
-        if origin.isWeb {
-            throw MediaError.fetchFailed(path, reason: "refused: a playlist or page from the web may not name files on this machine")
+    /// Whether reading may go on: false (said once) when the queue is full or the time is up; says the progress about
+    /// once a second.
+    private mutating func checkBudget() -> Bool {
+        guard spent == nil else { return false }
+        let limits = options.limits
+        if entries.count >= limits.entries {
+            spend("the queue holds \(limits.entries) items, the most one cast takes")
+        } else if ContinuousClock.now - started > limits.time {
+            spend("reading took \(limits.time.components.seconds) s, the most route gives it")
+        } else if let progress = options.progress, ContinuousClock.now - lastProgress >= .seconds(1) {
+            lastProgress = .now
+            progress("reading sources: \(entries.count) item\(entries.count == 1 ? "" : "s") so far"
+                     + (fetches > 0 ? ", \(fetches) fetched from the web" : ""))
         }
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            // A missing file is an entry all the same: the queue says so when it reaches it (as for files given).
-            if origin == .person { _ = try MediaError.checkReadableFile(path) }
-            entries.append(QueueEntry(path))
-            return
+        return spent == nil
+    }
+
+    private mutating func spend(_ why: String) {
+        spent = why
+        notices.append("stopped reading sources: \(why); playing the \(entries.count) read by then")
+    }
+
+    /// Counts a fetch from the web; throws when the budget has none left.
+    private mutating func countFetch(of url: String) throws {
+        guard fetches < options.limits.fetches else {
+            if spent == nil { spend("it fetched \(options.limits.fetches) playlists and pages from the web, the most one cast may") }
+            throw MediaError.fetchFailed(url, reason: "not fetched: \(spent ?? "")")
         }
-        if info.st_mode & S_IFMT == S_IFDIR { return try addFolder(path, origin: origin) }
-        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
-        if CastSources.playlistExtensions.contains(ext) {
-            guard let data = FileManager.default.contents(atPath: path) else { throw MediaError.unreadable(path) }
-            let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            return try await addPlaylist(data, named: URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path,
-                                         kind: ext, base: .directory(base), origin: origin == .person ? .localPlaylist(path) : origin)
-        }
-        if origin == .person { _ = try MediaError.checkReadableFile(path) }
-        var entry = QueueEntry(path)
-        entry.isNamed = origin == .person
+        fetches += 1
+    }
+
+    /// Adds an entry unless the queue is full.
+    private mutating func append(_ entry: QueueEntry) {
+        guard checkBudget() else { return }
         entries.append(entry)
     }
 
-    private mutating func addFolder(_ folder: String, origin: SourceOrigin) throws {
+    // MARK: Paths
+
+    private mutating func addPath(_ path: String, origin: SourceOrigin) async throws {
+        if let refusal = origin.asker.refusesPath(path) { throw MediaError.fetchFailed(path, reason: refusal) }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            // A missing file is an entry all the same: the queue says so when it reaches it (as for files given).
+            if origin.isNamed { _ = try MediaError.checkReadableFile(path) }
+            append(QueueEntry(path))
+            return
+        }
+        if info.st_mode & S_IFMT == S_IFDIR { return try await addFolder(path, origin: origin) }
+        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+        if CastSources.playlistExtensions.contains(ext) {
+            // A pipe or a device named .m3u is not a playlist (and reading it would never end).
+            _ = try MediaError.checkReadableFile(path)
+            let data = try Self.readPlaylist(path, limit: options.limits.playlistBytes)
+            let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            return try await addPlaylist(data, named: URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path,
+                                         kind: ext, base: .directory(base), origin: origin.isNamed ? .localPlaylist(path) : origin)
+        }
+        if origin.isNamed { _ = try MediaError.checkReadableFile(path) }
+        var entry = QueueEntry(path)
+        entry.isNamed = origin.isNamed
+        append(entry)
+    }
+
+    /// A playlist file's bytes, at most `limit` of them.
+    private static func readPlaylist(_ path: String, limit: Int) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw MediaError.unreadable(path) }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: limit + 1) else { throw MediaError.unreadable(path) }
+        guard data.count <= limit else {
+            throw MediaError.fetchFailed(path, reason: "a playlist of more than \(limit >> 20) MiB, more than route reads")
+        }
+        return data
+    }
+
+    private mutating func addFolder(_ folder: String, origin: SourceOrigin) async throws {
         let before = entries.count
-        var skipped: [String] = []
-        collect(folder, skipped: &skipped)
+        let recursive = options.recursive, room = options.limits.entries - entries.count
+        let deadline = started + options.limits.time
+        let found = try await Self.folderThreads.run(timeout: .seconds(3600), timedOut: { CancellationError() }) {
+            FolderReader(recursive: recursive, room: room, deadline: deadline).read(folder)
+        }
+        for entry in found.entries { append(entry) }
+        if found.looped > 0 {
+            notices.append("\(found.looped) folder\(found.looped == 1 ? "" : "s") in \(folder) \(found.looped == 1 ? "is a link" : "are links") "
+                           + "back to a folder already read: not read again")
+        }
+        // The queue's own checks word a limit reached inside the folder.
+        if found.stopped != nil { _ = checkBudget() }
+        let skipped = found.skipped
         if !skipped.isEmpty {
             let shown = skipped.prefix(5).joined(separator: ", ") + (skipped.count > 5 ? ", …" : "")
             notices.append("skipped \(skipped.count) file\(skipped.count == 1 ? "" : "s") in \(folder) that \(skipped.count == 1 ? "is" : "are") not media: \(shown)")
         }
-        if entries.count == before {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-            let hasFolders = names.contains { name in
-                var isFolder: ObjCBool = false
-                return FileManager.default.fileExists(atPath: folder + "/" + name, isDirectory: &isFolder) && isFolder.boolValue
-            }
-            throw MediaError.nothingToPlay(folder, reason: "no media files in it" + (options.recursive || !hasFolders ? "" : "; --recursive plays the folders inside it"))
+        if entries.count == before, spent == nil {
+            throw MediaError.nothingToPlay(folder, reason: "no media files in it" + (options.recursive || !found.hasFolders ? "" : "; --recursive plays the folders inside it"))
         }
-    }
-
-    /// Adds a folder's media in natural order (descending with `recursive`); collects the names of what is not media.
-    private mutating func collect(_ folder: String, skipped: inout [String]) {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
-            .filter { !$0.hasPrefix(".") }.sorted(by: CastSources.naturalOrder)
-        var files: [(path: String, ext: String)] = []
-        var folders: Set<String> = []
-        for name in names {
-            let path = folder.hasSuffix("/") ? folder + name : folder + "/" + name
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { continue }
-            if isFolder.boolValue { folders.insert(path) }
-            files.append((path, URL(fileURLWithPath: name).pathExtension.lowercased()))
-        }
-        // Pictures beside music are its cover art, not items: the one called cover/folder/front, else the first.
-        let hasMusic = files.contains { MediaFileKind.audioExtensions.contains($0.ext) }
-        let pictures = files.filter { MediaFileKind.imageExtensions.contains($0.ext) }.map(\.path)
-        let art = hasMusic ? (pictures.first { Self.isCoverName($0) } ?? pictures.first) : nil
-        for (path, ext) in files {
-            if folders.contains(path) {
-                if options.recursive { collect(path, skipped: &skipped) }
-            } else if MediaFileKind.audioExtensions.contains(ext) || MediaFileKind.videoExtensions.contains(ext) {
-                entries.append(QueueEntry(path, artwork: MediaFileKind.audioExtensions.contains(ext) ? art : nil))
-            } else if MediaFileKind.imageExtensions.contains(ext) {
-                if !hasMusic { entries.append(QueueEntry(path)) }
-            } else {
-                skipped.append(URL(fileURLWithPath: path).lastPathComponent)
-            }
-        }
-    }
-
-    private static func isCoverName(_ path: String) -> Bool {
-        let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent.lowercased()
-        return ["cover", "folder", "front", "albumart", "album"].contains { name == $0 || name.hasPrefix($0 + "_") || name.hasPrefix($0 + ".") }
     }
 
     // MARK: Playlists
@@ -287,18 +358,19 @@ struct SourceReader {
     // MARK: URLs
 
     private mutating func addURL(_ url: String, origin: SourceOrigin) async throws {
-        if origin.isWeb, let why = await WebAddress.thisMachine(resolving: url) {
-            throw MediaError.fetchFailed(url, reason: "refused: \(why), and a playlist or page from the web may not make route fetch from this machine")
-        }
+        if let refusal = await origin.asker.refusesURL(resolving: url) { throw MediaError.fetchFailed(url, reason: refusal) }
+        await allowIfHere(url, by: origin.asker)
         let ext0 = URL(string: url).map { $0.pathExtension.lowercased() } ?? ""
-        if origin != .person, !CastSources.playlistExtensions.contains(ext0) {
+        if !origin.isNamed, !CastSources.playlistExtensions.contains(ext0) {
             // A playlist's entry is looked at when the queue reaches it (a list of thousands of streams starts at
             // once); what it is not — a page, a 404 — is said then.
             var entry = QueueEntry(url)
             if case .web(let playlist) = origin { entry.webPlaylist = playlist }
-            return entries.append(entry)
+            return append(entry)
         }
+        try countFetch(of: url)
         let (final, response) = try await look(at: url, origin: origin, bytes: 64 * 1024)
+        if final != url { await allowIfHere(final, by: origin.asker) }
         let type = (response.contentType ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         let ext = URL(string: final).map { $0.pathExtension.lowercased() } ?? ""
         let text = String(decoding: response.body.prefix(4096), as: UTF8.self)
@@ -306,12 +378,12 @@ struct SourceReader {
             // An HLS stream; live while its playlist has no end.
             var entry = QueueEntry(final)
             entry.isLive = text.contains("#EXT-X-TARGETDURATION") && !text.contains("#EXT-X-ENDLIST") && !text.contains("PLAYLIST-TYPE:VOD")
-            return entries.append(entry)
+            return append(entry)
         }
         if type == "application/dash+xml" || ext == "mpd" {
             var entry = QueueEntry(final)
             entry.isLive = text.contains("type=\"dynamic\"")
-            return entries.append(entry)
+            return append(entry)
         }
         if let kind = PlaylistFile.kind(mimeType: type, extension: ext) {
             let (_, whole) = try await look(at: final, origin: origin, bytes: Self.playlistLimit, whole: true)
@@ -324,8 +396,8 @@ struct SourceReader {
         if type.hasPrefix("audio/") || type.hasPrefix("video/") || type.hasPrefix("image/") || type.isEmpty
             || ["application/octet-stream", "application/ogg", "application/mp4", "binary/octet-stream"].contains(type) {
             var entry = QueueEntry(final)
-            entry.isNamed = origin == .person
-            return entries.append(entry)
+            entry.isNamed = origin.isNamed
+            return append(entry)
         }
         throw MediaError.notMedia(url, reason: "the server says it is \(type), not media, a playlist or a web page")
     }
@@ -381,24 +453,38 @@ struct SourceReader {
         }
     }
 
+    /// Lets GStreamer fetch `url` while the queue plays, when it is on this machine and `asker` may name this machine.
+    private mutating func allowIfHere(_ url: String, by asker: Asker) async {
+        // Once per host and port: a playlist of thousands of streams names few hosts.
+        guard asker.mayFetchThisMachine, let parts = URLComponents(string: url), let host = parts.host else { return }
+        let origin = "\(parts.scheme ?? ""):\(host):\(parts.port ?? 0)"
+        guard !allowedOrigins.contains(origin) else { return }
+        allowedOrigins.insert(origin)
+        guard await WebAddress.thisMachine(resolving: url) != nil, let allowance = FetchGuard.allow(url) else { return }
+        allowances.append(allowance)
+    }
+
     // MARK: Pages
 
     private mutating func addPage(_ page: String, origin: SourceOrigin) async throws {
         let found = try await WebPage.resolve(page, ytDLP: options.ytDLP, timeout: options.pageTimeout)
+        // What the page names is asked for by the page — unless it is on this machine and named by one who may name
+        // this machine, whose page may name this machine too.
         let pageHere = await WebAddress.thisMachine(resolving: page) != nil
+        let asker: Asker = pageHere && origin.asker.mayFetchThisMachine ? origin.asker : .web(page)
         for var entry in found {
-            // The page's own media may be anywhere it says, except this machine when the page is not on it.
             var allowed: [WebFormat] = []
-            for format in entry.formats {
-                let here = await WebAddress.thisMachine(resolving: format.url) != nil
-                if !here || origin == .person && pageHere { allowed.append(format) }
+            for format in entry.formats where await asker.refusesURL(resolving: format.url) == nil {
+                allowed.append(format)
+                await allowIfHere(format.url, by: asker)
             }
             entry.formats = allowed
             guard !entry.formats.isEmpty else {
                 notices.append("skipping \(entry.displayTitle) on \(page): its media is on this machine, which a page from the web may not make route fetch")
                 continue
             }
-            entries.append(entry)
+            if case .web(let picture)? = entry.artwork, await asker.refusesURL(resolving: picture) != nil { entry.artwork = nil }
+            append(entry)
         }
     }
 }

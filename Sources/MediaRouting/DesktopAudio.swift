@@ -145,11 +145,13 @@ public final class DesktopAudio: Sendable {
     /// - Throws: `SoundSinkError` when the sink cannot be made at the start; `MediaError.server` when no local address
     ///   reaches the device.
     public func run(say: @escaping @Sendable (DesktopAudioEvent) -> Void, status: @escaping @Sendable (QueueStatus) -> Void = { _ in }) async throws {
-        let local = try LocalAddress.toward(route.address ?? device.address ?? "")
-        let server = try servers.server(on: local)
-        let url = server.offer(live: audio, as: format)
+        let address = route.address ?? device.address ?? ""
+        let server = try servers.server(on: try LocalAddress.toward(address))
+        // The desktop's sound (a call, a meeting) goes to the device alone, never to a neighbour it told the URL.
+        let audience = Audience.route(route, at: address)
+        let url = server.offer(live: audio, as: format, for: audience)
         // A device that lists L16 but refuses it gets WAV, when it takes that.
-        let fallback = format == .l16 && settings.format == nil && route.accepts.accepts(mimeType: "audio/wav") ? server.offer(live: audio, as: .wav) : nil
+        let fallback = format == .l16 && settings.format == nil && route.accepts.accepts(mimeType: "audio/wav") ? server.offer(live: audio, as: .wav, for: audience) : nil
         defer {
             server.withdraw(url)
             if let fallback { server.withdraw(fallback) }

@@ -77,7 +77,7 @@ public actor ProbeAhead {
                 if !entry.formats.isEmpty || info.title == nil { info.title = entry.title ?? info.title }
                 if info.artist == nil { info.artist = entry.artist }
                 if info.duration == nil || info.duration == 0 { info.duration = entry.duration }
-                if info.artworkURL == nil { info.artworkURL = entry.artwork }
+                if info.artwork == nil { info.artwork = entry.artwork }
                 info.isLive = info.isLive || entry.isLive
                 return info
             }

@@ -1,5 +1,6 @@
 // ResumePositions: where each file or URL stopped, kept in the user's state directory ($XDG_STATE_HOME/route/
-// positions.json), so that `--resume` starts there; an item played to its end is forgotten.
+// positions.json, 0600 in a 0700 folder), so that `--resume` starts there; an item played to its end is forgotten. A
+// URL's password and query (a signed link's signature) are not written: the key holds a hash of them.
 
 import Foundation
 import RouteCore
@@ -12,12 +13,7 @@ public final class ResumePositions: Sendable {
     public static let shared = ResumePositions(file: ResumePositions.defaultFile)
 
     /// `$XDG_STATE_HOME/route/positions.json` (`~/.local/state/route/positions.json`).
-    public static var defaultFile: String {
-        let environment = ProcessInfo.processInfo.environment
-        let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
-        return state + "/route/positions.json"
-    }
+    public static var defaultFile: String { UserState.folder + "/positions.json" }
 
     /// Positions closer than this to an item's start or end are not worth resuming: the item starts over.
     public static let margin = 10.0
@@ -39,13 +35,26 @@ public final class ResumePositions: Sendable {
     public func position(of key: String) -> Double? {
         records.withLock { state in
             load(&state)
-            return state.table[key]?.position
+            return state.table[Self.storedKey(key)]?.position
         }
+    }
+
+    /// The key kept for a path or URL: a path as it is; a URL with a password or a query as its scheme, host and path
+    /// and a hash of the whole ("https://host/a.mp4#3f0c…"), so that no secret is written and two links stay two.
+    static func storedKey(_ key: String) -> String {
+        guard WebAddress.isWebURL(key), var parts = URLComponents(string: key),
+              parts.user != nil || parts.password != nil || parts.query != nil else { return key }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        parts.fragment = nil
+        return (parts.string ?? "") + "#" + StableName.of(key)
     }
 
     /// Notes `position` of `key` (of `duration`, when known): near the end it is forgotten, as a finished item;
     /// near the start it is not kept. `now` writes at once; otherwise at most every 5 s.
     public func note(_ key: String, position: Double, duration: Double?, now: Bool = false) {
+        let key = Self.storedKey(key)
         records.withLock { state in
             load(&state)
             if position < Self.margin || duration.map({ position > $0 - Self.margin }) == true {
@@ -60,6 +69,7 @@ public final class ResumePositions: Sendable {
 
     /// Forgets `key` (it played to its end).
     public func forget(_ key: String) {
+        let key = Self.storedKey(key)
         records.withLock { state in
             load(&state)
             guard state.table.removeValue(forKey: key) != nil else { return }
@@ -73,7 +83,8 @@ public final class ResumePositions: Sendable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         if let data = FileManager.default.contents(atPath: file), let table = try? decoder.decode([String: Record].self, from: data) {
-            state.table = table
+            // A file written before keys were hashed: its secrets go at the next write.
+            state.table = Dictionary(table.map { (Self.storedKey($0.key), $0.value) }, uniquingKeysWith: { $0.updated > $1.updated ? $0 : $1 })
         }
     }
 
@@ -88,11 +99,7 @@ public final class ResumePositions: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(state.table) else { return }
-        let folder = URL(fileURLWithPath: file).deletingLastPathComponent().path
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let temporary = file + ".\(getpid()).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else { return }
-        if rename(temporary, file) != 0 { unlink(temporary) }
+        UserState.write(data, to: file)
     }
 }
 

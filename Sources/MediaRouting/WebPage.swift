@@ -7,9 +7,6 @@ import RouteMedia
 
 /// Resolves web pages to their media with yt-dlp.
 public enum WebPage {
-    /// Threads that wait for yt-dlp: its output is read with blocking calls.
-    private static let threads = BlockingThreads(name: "route-yt-dlp", count: 2)
-
     /// The entries of `page`: one per video (a playlist page gives several), each with its formats, best first.
     /// - Throws: `MediaError.fetchFailed` naming the page when yt-dlp is not installed, fails, finds nothing, or
     ///   takes longer than `timeout`.
@@ -30,7 +27,9 @@ public enum WebPage {
         let candidates = (video["formats"] as? [[String: Any]]) ?? [video]
         let formats = candidates.compactMap(format).enumerated().sorted { rank($0.element, $0.offset) > rank($1.element, $1.offset) }.map(\.element)
         guard !formats.isEmpty else { return nil }
-        var entry = QueueEntry(page, title: video["title"] as? String, artwork: video["thumbnail"] as? String,
+        // The page's picture is a URL on the web or nothing: a page names no file here, whatever yt-dlp passes on.
+        let thumbnail = (video["thumbnail"] as? String).flatMap { WebAddress.isWebURL($0) ? ArtworkSource.web($0) : nil }
+        var entry = QueueEntry(page, title: video["title"] as? String, artwork: thumbnail,
                                duration: (video["duration"] as? NSNumber)?.doubleValue)
         entry.artist = (video["artist"] as? String) ?? (video["uploader"] as? String)
         entry.isLive = (video["is_live"] as? Bool) ?? false
@@ -76,59 +75,42 @@ public enum WebPage {
         return wanted.first { format in device.routes.contains { $0.accepts.accepts(mimeType: format.mimeType) } } ?? wanted.first ?? formats.first
     }
 
-    /// Runs yt-dlp; its standard output.
+    /// Runs yt-dlp; its standard output. It dies with route, its data memory is at most 1 GiB and what it says at most
+    /// 64 MiB: a page that never ends (or a playlist of millions) stops there, with a line that says so.
     private static func run(_ program: String, _ arguments: [String], page: String, timeout: Duration) async throws -> Data {
-        let process = Process()
+        let path: String
         if program.contains("/") {
-            process.executableURL = URL(fileURLWithPath: program)
+            path = program
         } else {
             guard let found = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
                 .map({ "\($0)/\(program)" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
                 throw MediaError.fetchFailed(page, reason: "it is a web page, and route finds the media on pages with yt-dlp, "
                                              + "which is not installed (apt install yt-dlp, or pipx install yt-dlp)")
             }
-            process.executableURL = URL(fileURLWithPath: found)
+            path = found
         }
-        process.arguments = arguments
-        let output = Pipe()
-        // What yt-dlp says goes to a file: only its last error line is wanted, and a pipe nobody drains could fill.
-        let said = FileManager.default.temporaryDirectory.appendingPathComponent("route-yt-dlp-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: said.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: said) }
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: said)
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            throw MediaError.fetchFailed(page, reason: "yt-dlp could not start: \(error.localizedDescription)")
+        // What yt-dlp says goes to a file: only its last error line is wanted.
+        let said = FileManager.default.temporaryDirectory.appendingPathComponent("route-yt-dlp-\(UUID().uuidString).log").path
+        let errors = open(said, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard errors >= 0 else { throw MediaError.fetchFailed(page, reason: "yt-dlp could not start: \(String(cString: strerror(errno)))") }
+        defer { close(errors); unlink(said) }
+        let result: HelperProcess.Result
+        do {
+            result = try await HelperProcess.run(path, arguments, errors: errors, timeout: timeout)
+        } catch HelperProcess.Failure.notStarted(let why) {
+            throw MediaError.fetchFailed(page, reason: "yt-dlp could not start: \(why)")
+        } catch HelperProcess.Failure.timedOut {
+            throw MediaError.fetchFailed(page, reason: "yt-dlp did not finish within \(timeout.components.seconds) s")
+        } catch HelperProcess.Failure.tooMuchOutput(let bytes) {
+            throw MediaError.fetchFailed(page, reason: "yt-dlp said more than \(bytes >> 20) MiB about it, more than route reads")
         }
-        // Read on a thread of route's own (blocking reads must not hold the cooperative pool); a deadline or a
-        // cancelled task ends yt-dlp, which ends the read.
-        let running = RunningProcess(process)
-        let data = try await withTaskCancellationHandler {
-            try await threads.run(timeout: timeout, timedOut: {
-                running.process.terminate()
-                return MediaError.fetchFailed(page, reason: "yt-dlp did not finish within \(timeout.components.seconds) s")
-            }) {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                running.process.waitUntilExit()
-                return data
-            }
-        } onCancel: {
-            running.process.terminate()
-        }
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOf: said, encoding: .utf8)) ?? ""
+        guard result.status == 0 else {
+            let text = (try? String(contentsOfFile: said, encoding: .utf8)) ?? ""
+            let memory = text.contains("MemoryError") ? "it ran out of the 1 GiB route gives it" : nil
             let line = text.split(whereSeparator: \.isNewline).last { $0.contains("ERROR") }
-                .map { $0.replacingOccurrences(of: "ERROR: ", with: "") } ?? "it exited with \(process.terminationStatus)"
+                .map { $0.replacingOccurrences(of: "ERROR: ", with: "") } ?? memory ?? "it exited with \(result.status)"
             throw MediaError.nothingToPlay(page, reason: "yt-dlp found no media: \(line)")
         }
-        return data
+        return result.output
     }
-}
-
-/// A started process, handed to the thread that waits for it and to the deadline that may end it.
-private final class RunningProcess: @unchecked Sendable {
-    // Safety: Process's terminate, waitUntilExit and terminationStatus may be called from any thread.
-    let process: Process
-    init(_ process: Process) { self.process = process }
 }

@@ -54,8 +54,17 @@ package enum PickerList {
             if firstLocal != secondLocal { return firstLocal }
             return first.name.localizedStandardCompare(second.name) == .orderedAscending
         }
+        // Names shown on more than one row: a device on the network may call itself "This computer", or the same as
+        // another device; its row then says what it is and where, so that no two rows look the same.
+        let shownNames = sorted.map { DisplayText.clean($0.name).lowercased() }
+        let repeated = Set(shownNames.filter { name in shownNames.filter { $0 == name }.count > 1 })
         return sorted.map { device in
-            var parts = [device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")]
+            let protocols = device.protocols.map { protocolNames[$0] ?? $0 }.joined(separator: ", ")
+            var parts = [protocols]
+            var name = DisplayText.clean(device.name)
+            if !isThisComputer(device), repeated.contains(name.lowercased()) {
+                name += " (\(protocols)" + (device.address.map { " at " + AnnouncedAddress.host(of: $0) } ?? "") + ")"
+            }
             // What plays, before the other names (the line may be cut short). Sessions and mirrors may know the device
             // by the id of another of its routes; a session of the service's (which can be moved) over another app's.
             let known = [playing[device.id]].compactMap { $0 } + device.routes.compactMap { playing[$0.id] }
@@ -70,7 +79,7 @@ package enum PickerList {
             let choosable = listed && (media.map { device.capabilities.contains($0.capability) } ?? true)
             if !listed { parts.append("reached by its address") }
             else if !choosable, let media { parts.append("cannot play \(media.rawValue)") }
-            return PickerEntry(id: device.id, name: DisplayText.clean(device.name), subtitle: DisplayText.clean(parts.joined(separator: " · ")),
+            return PickerEntry(id: device.id, name: name, subtitle: DisplayText.clean(parts.joined(separator: " · ")),
                                icon: icon(for: device), search: (device.names + device.protocols + device.protocols.compactMap { protocolNames[$0] }).joined(separator: " "),
                                choosable: choosable, sessionTitle: now?.session == nil ? nil : title.map { DisplayText.clean($0) })
         }
@@ -84,10 +93,11 @@ package enum PickerList {
     /// What a person calls the built-in providers' protocols.
     private static let protocolNames = ["local": "this computer's screen and speakers", "upnp": "DLNA", "cast": "Google Cast", "mpd": "MPD"]
 
-    /// The freedesktop icon for the device's kind.
+    /// The freedesktop icon for the device's kind. The computer's icon is This computer's alone: a device on the network
+    /// that says it is a computer gets a server's.
     package static func icon(for device: MediaDevice) -> String {
         switch device.kind {
-        case .computer: "computer"
+        case .computer: isThisComputer(device) ? "computer" : "network-server"
         case .tv: "video-display"
         case .speaker: "audio-speakers"
         case .receiver: "multimedia-player"

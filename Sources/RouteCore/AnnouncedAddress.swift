@@ -17,6 +17,13 @@ public enum AnnouncedAddress {
         return nil
     }
 
+    /// The host of an address as routes give it (`10.0.0.5`, `10.0.0.5:8009`, `http://10.0.0.5:49494/x.xml`).
+    public static func host(of address: String) -> String {
+        if let url = URL(string: address), let urlHost = url.host, address.contains("://") { return urlHost }
+        if let colon = address.lastIndex(of: ":"), !address.contains("]") { return String(address[..<colon]) }
+        return address
+    }
+
     /// What kind of address no device on the network can have, in words; nil for an ordinary one.
     static func special(_ bytes: [UInt8]) -> String? {
         if bytes.count == 4 {

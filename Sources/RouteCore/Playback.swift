@@ -140,9 +140,11 @@ public struct MediaItem: Sendable, Hashable, Codable {
     public var url: String
     /// The MIME type of what `url` serves.
     public var mimeType: String
-    public var title: String?
-    public var artist: String?
-    public var album: String?
+    /// The title, artist and album a device shows: text from a page, a playlist or a file's tags, cleaned of control
+    /// and invisible characters wherever it is set (XML forbids most of them, and a device's screen is a terminal too).
+    public var title: String? { didSet { title = Self.deviceText(title) } }
+    public var artist: String? { didSet { artist = Self.deviceText(artist) } }
+    public var album: String? { didSet { album = Self.deviceText(album) } }
     /// Seconds, if known.
     public var duration: Double?
     /// Size in bytes of what `url` serves, if known (unknown while transcoding).
@@ -195,13 +197,20 @@ public struct MediaItem: Sendable, Hashable, Codable {
                 kind: MediaDevice.Capabilities = .audio) {
         self.url = url
         self.mimeType = mimeType
-        self.title = title
-        self.artist = artist
-        self.album = album
+        self.title = Self.deviceText(title)
+        self.artist = Self.deviceText(artist)
+        self.album = Self.deviceText(album)
         self.duration = duration
         self.size = size
         self.artworkURL = artworkURL
         self.kind = kind
+    }
+
+    /// Text for a device's metadata: no control or invisible characters, at most 256 characters; nil when nothing is left.
+    private static func deviceText(_ text: String?) -> String? {
+        guard let text else { return nil }
+        let clean = DisplayText.clean(text, limit: 256)
+        return clean.isEmpty ? nil : clean
     }
 }
 

@@ -429,6 +429,17 @@ public final class DBusConnection: Sendable {
         return stream
     }
 
+    /// The process of the connection `sender` (a unique name such as ":1.42"), as the bus daemon says.
+    /// - Throws: `DBusError` when the bus does not say (the sender left, or the bus cannot tell).
+    public func processID(of sender: String) async throws -> Int32 {
+        let reply = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                   method: "GetConnectionUnixProcessID", [.string(sender)], timeout: .seconds(5))
+        guard case .uint32(let pid)? = reply.first else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.Failed", "the bus did not say which process \(sender) is")
+        }
+        return Int32(bitPattern: pid)
+    }
+
     /// Whether someone owns `name` on the bus now.
     public func nameHasOwner(_ name: String) async throws -> Bool {
         let reply = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",

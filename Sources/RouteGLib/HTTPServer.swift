@@ -202,7 +202,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// The client's address alone, and `address:port` (one connection's key).
-    private static func describe(_ address: UnsafeMutablePointer<GSocketAddress>?) -> (client: String, key: String) {
+    fileprivate static func describe(_ address: UnsafeMutablePointer<GSocketAddress>?) -> (client: String, key: String) {
         guard let address, g_type_check_instance_is_a(UnsafeMutablePointer<GTypeInstance>(OpaquePointer(address)), g_inet_socket_address_get_type()) != 0 else {
             return ("?", "?")
         }
@@ -268,6 +268,9 @@ public final class HTTPServerMessage: @unchecked Sendable {
         }
         return entries
     }
+
+    /// The address the request came from ("10.0.0.5"; "?" when libsoup does not say).
+    public var client: String { HTTPServer.describe(soup_server_message_get_remote_address(message)).client }
 
     /// A request header's value, if the request has it.
     public func requestHeader(_ name: String) -> String? {

@@ -11,6 +11,8 @@ enum GStreamer {
     private static let initialized: Bool = {
         gst_init(nil, nil)
         preferLegacyAdaptiveDemuxers()
+        // Every connection GStreamer opens asks route first (unless http_proxy names a proxy of the person's own).
+        _ = FetchGuard.isActive
         return true
     }()
 

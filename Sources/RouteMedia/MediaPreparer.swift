@@ -69,10 +69,12 @@ public final class MediaPreparer: Sendable {
                                     + "which local address reaches it")
         }
         let server = try servers.server(on: try LocalAddress.toward(address))
+        // Served to this route's device alone: it hands its URLs to anyone who asks it.
+        let audience = Audience.route(route, at: address)
         if info.isRemote, case .direct = plan {
-            return (route, fetchedByDevice(item, info: info, on: route, server: server))
+            return (route, fetchedByDevice(item, info: info, on: route, server: server, for: audience))
         }
-        guard let (url, mimeType) = remember(server.offer(info, as: plan, maxChannels: route.maxAudioChannels), on: server) else {
+        guard let (url, mimeType) = remember(server.offer(info, as: plan, maxChannels: route.maxAudioChannels, for: audience), on: server) else {
             if case .unplayable(let reason) = plan { throw MediaError.unplayable(info.path, device: device.name, reason: reason) }
             throw MediaError.unplayable(info.path, device: device.name, reason: "route has no way to send it there")
         }
@@ -83,12 +85,17 @@ public final class MediaPreparer: Sendable {
         // In the device's own words: some compare the text of the type with what they listed.
         item.mimeType = route.accepts.spelling(of: mimeType)
         if let art = info.coverArt {
-            item.artworkURL = remember(server.offer(data: art.data, mimeType: art.mimeType), on: server)
+            item.artworkURL = remember(server.offer(data: art.data, mimeType: art.mimeType, for: audience), on: server)
         } else {
-            item.artworkURL = artwork(of: info, on: server)
+            item.artworkURL = artwork(of: info, on: server, for: audience)
         }
         if route.showsSubtitles, info.kind == .video, let (path, embedded) = subtitles.source(for: info) {
-            item.subtitlesURL = remember(server.offer(subtitles: path, embedded: embedded), on: server)
+            // What goes out as subtitles is subtitles, whoever named the file or the link beside the video.
+            if !embedded, let refusal = SubtitleFile.refusal(path, video: info.isRemote ? nil : info.path) {
+                notice("no subtitles for \(info.displayTitle): \(refusal)")
+            } else {
+                item.subtitlesURL = remember(server.offer(subtitles: path, embedded: embedded, for: audience), on: server)
+            }
         }
         if case .direct = plan {} else {
             item.size = nil
@@ -97,7 +104,7 @@ public final class MediaPreparer: Sendable {
         // A device may still refuse what its list says it takes (a codec or profile it lacks): a transcoded
         // stream to fall back on, served only if it is asked for.
         if plan.cost < Delivery.transcode(.mp3).cost, let profile = DeliveryPlanner.fallback(for: info, on: route.accepts),
-           let (fallback, fallbackType) = remember(server.offer(info, as: .transcode(profile), maxChannels: route.maxAudioChannels), on: server) {
+           let (fallback, fallbackType) = remember(server.offer(info, as: .transcode(profile), maxChannels: route.maxAudioChannels, for: audience), on: server) {
             item.fallbackURL = fallback
             item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
         }
@@ -107,15 +114,15 @@ public final class MediaPreparer: Sendable {
     /// `item` for a URL on the web that the device takes as it is and can reach: the device fetches it itself, and route
     /// keeps its own stream of it (remuxed or converted) to load instead when the device cannot (a 404 it keeps quiet
     /// about, an address it cannot reach).
-    private func fetchedByDevice(_ item: MediaItem, info: MediaInfo, on route: MediaRoute, server: MediaServer) -> MediaItem {
+    private func fetchedByDevice(_ item: MediaItem, info: MediaInfo, on route: MediaRoute, server: MediaServer, for audience: Audience) -> MediaItem {
         var item = item
         item.isFetchedElsewhere = true
         item.size = nil
         item.mimeType = route.accepts.spelling(of: info.mimeType)
-        item.artworkURL = info.coverArt.map { remember(server.offer(data: $0.data, mimeType: $0.mimeType), on: server) }
-            ?? artwork(of: info, on: server)
+        item.artworkURL = info.coverArt.map { remember(server.offer(data: $0.data, mimeType: $0.mimeType, for: audience), on: server) }
+            ?? artwork(of: info, on: server, for: audience)
         let served = DeliveryPlanner.plan(info, for: route.accepts, maxChannels: route.maxAudioChannels, asIs: false)
-        if let (fallback, fallbackType) = remember(server.offer(info, as: served, maxChannels: route.maxAudioChannels), on: server) {
+        if let (fallback, fallbackType) = remember(server.offer(info, as: served, maxChannels: route.maxAudioChannels, for: audience), on: server) {
             item.fallbackURL = fallback
             item.fallbackMimeType = route.accepts.spelling(of: fallbackType)
         }
@@ -124,11 +131,18 @@ public final class MediaPreparer: Sendable {
 
     /// Cover art that is not inside the file: a URL on the web as it is (the device fetches it), a picture beside the
     /// file served from here.
-    private func artwork(of info: MediaInfo, on server: MediaServer) -> String? {
-        guard let art = info.artworkURL else { return nil }
-        if MediaInfo.isRemote(art) { return WebAddress.thisMachine(art, resolving: false) == nil ? art : nil }
+    private func artwork(of info: MediaInfo, on server: MediaServer, for audience: Audience) -> String? {
+        switch info.artwork {
+        case nil: return nil
+        case .web(let art): return WebAddress.thisMachine(art, resolving: false) == nil ? art : nil
+        case .besideFile(let art): return pictureBesideFile(art, on: server, for: audience)
+        }
+    }
+
+    /// The picture at `art`, found beside a file, served from here.
+    private func pictureBesideFile(_ art: String, on server: MediaServer, for audience: Audience) -> String? {
         guard let data = FileManager.default.contents(atPath: art) else { return nil }
-        return remember(server.offer(data: data, mimeType: art.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"), on: server)
+        return remember(server.offer(data: data, mimeType: art.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg", for: audience), on: server)
     }
 
     /// What the device has done with a prepared item's URL (nil for local output, which reads files).
@@ -209,9 +223,7 @@ public enum LocalAddress {
     /// The local IPv4 address of the route to `address` (`10.0.0.5`, `10.0.0.5:8009`, `http://10.0.0.5:49494/x.xml`).
     /// Uses a connected UDP socket, which sends nothing.
     public static func toward(_ address: String) throws -> String {
-        var host = address
-        if let url = URL(string: address), let urlHost = url.host, address.contains("://") { host = urlHost }
-        else if let colon = host.lastIndex(of: ":"), !host.contains("]") { host = String(host[..<colon]) }
+        let host = AnnouncedAddress.host(of: address)
         guard let remote = SocketAddress(numericHost: host, port: 9), remote.family == AF_INET else {
             throw MediaError.server("\"\(host)\" is not an IPv4 address")
         }

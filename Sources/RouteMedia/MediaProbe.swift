@@ -43,7 +43,7 @@ public struct MediaInfo: Sendable, Hashable, Codable {
     /// Embedded cover art, if any.
     public var coverArt: CoverArt?
     /// Cover art on the web or beside the file (a page's thumbnail, a folder's cover.jpg), when none is embedded.
-    public var artworkURL: String?
+    public var artwork: ArtworkSource?
     /// Whether it is a live stream: no length, no seeking (a live HLS playlist, a radio stream).
     public var isLive = false
 
@@ -80,6 +80,15 @@ public struct MediaInfo: Sendable, Hashable, Codable {
 public struct CoverArt: Sendable, Hashable, Codable {
     public var mimeType: String
     public var data: Data
+}
+
+/// Cover art that is not inside the file, and so who may have it read: a picture on this machine only when route found
+/// it itself beside the file; a document from the web may name a URL, never a path (its "picture" could be a key).
+public enum ArtworkSource: Sendable, Hashable, Codable {
+    /// A URL on the web, handed to the device as it is: route does not fetch it.
+    case web(String)
+    /// A picture route found in the file's folder (cover.jpg), served from here.
+    case besideFile(String)
 }
 
 /// Probes media files with GStreamer's discoverer.
@@ -123,6 +132,7 @@ public enum MediaProbe {
             }
             route_signal_connect(discoverer, "source-setup", unsafeBitCast(noRedirects, to: UnsafeRawPointer.self), nil)
         }
+        let guardMark = FetchGuard.mark()
         let info = gst_discoverer_discover_uri(discoverer, remote ? absolute : GStreamer.uri(forPath: absolute), &error)
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
@@ -135,6 +145,10 @@ public enum MediaProbe {
             case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
             default:
                 let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                if remote, let refusal = FetchGuard.refusal(since: guardMark) {
+                    if let error { g_error_free(error) }
+                    throw .fetchFailed(path, reason: refusal)
+                }
                 if remote, let error, error.pointee.domain == gst_resource_error_quark() {
                     g_error_free(error)
                     throw .fetchFailed(path, reason: Self.fetchFailure(message))

@@ -46,51 +46,52 @@ public final class MediaServer: Sendable {
         baseURL = "http://\(host):\(listener.port)"
     }
 
-    /// Offers a file; returns its URL. The file is read on each request, so it must stay in place.
-    public func offer(file path: String, mimeType: String, size: UInt64) -> String {
-        add(Offer(path: path, mimeType: mimeType, source: .file(size: size)))
+    /// Offers a file to `audience`; returns its URL. The file is read on each request, so it must stay in place.
+    public func offer(file path: String, mimeType: String, size: UInt64, for audience: Audience) -> String {
+        add(Offer(path: path, mimeType: mimeType, source: .file(size: size), audience: audience))
     }
 
-    /// Offers bytes held in memory (cover art); returns their URL.
-    public func offer(data: Data, mimeType: String) -> String {
-        add(Offer(path: "", mimeType: mimeType, source: .memory(data)))
+    /// Offers bytes held in memory (cover art) to `audience`; returns their URL.
+    public func offer(data: Data, mimeType: String, for audience: Audience) -> String {
+        add(Offer(path: "", mimeType: mimeType, source: .memory(data), audience: audience))
     }
 
     /// Offers a file converted on the fly by `profile` (to at most `maxChannels` of audio); returns its
     /// URL. Each GET runs its own pipeline, from the start or from the offset in
     /// `TimeSeekRange.dlna.org: npt=S-` or `?t=S`.
-    public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile, maxChannels: Int? = nil) -> String {
+    public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile, maxChannels: Int? = nil, for audience: Audience) -> String {
         add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
                   source: .pipeline(Conversion(description: profile.pipeline(for: info, maxChannels: maxChannels),
-                                               duration: info.duration, exactSeek: !profile.copiesStreams)), isLive: info.isLive))
+                                               duration: info.duration, exactSeek: !profile.copiesStreams)), audience: audience, isLive: info.isLive))
     }
 
     /// Offers subtitles as WebVTT: a `.vtt` file as it is; a `.srt` (or another format GStreamer's subparse
     /// reads) converted on each request; or, with `embedded`, the text stream inside a media file. Returns
     /// the URL.
-    public func offer(subtitles path: String, embedded: Bool = false) -> String {
+    public func offer(subtitles path: String, embedded: Bool = false, for audience: Audience) -> String {
         if !embedded, path.lowercased().hasSuffix(".vtt") {
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? nil
-            return offer(file: path, mimeType: "text/vtt", size: size ?? 0)
+            return offer(file: path, mimeType: "text/vtt", size: size ?? 0, for: audience)
         }
         let description = embedded
             ? "parsebin name=route_demux route_demux. ! text/x-raw ! webvttenc ! identity name=route_out"
             : "subparse ! webvttenc ! identity name=route_out"
-        return add(Offer(path: path, mimeType: "text/vtt", source: .pipeline(Conversion(description: description, duration: nil, exactSeek: false))))
+        return add(Offer(path: path, mimeType: "text/vtt", source: .pipeline(Conversion(description: description, duration: nil, exactSeek: false)),
+                         audience: audience))
     }
 
     /// Offers desktop audio as an endless stream in `format`; returns its URL. Each GET hears the sound from when it
     /// connects.
-    public func offer(live audio: LiveAudio, as format: LiveAudio.Format) -> String {
-        add(Offer(path: "", mimeType: audio.mimeType(format), source: .live(audio, format), isLive: true))
+    public func offer(live audio: LiveAudio, as format: LiveAudio.Format, for audience: Audience) -> String {
+        add(Offer(path: "", mimeType: audio.mimeType(format), source: .live(audio, format), audience: audience, isLive: true))
     }
 
-    /// Offers a file as `plan` says (direct or converted); returns its URL and MIME type.
-    public func offer(_ info: MediaInfo, as plan: Delivery, maxChannels: Int? = nil) -> (url: String, mimeType: String)? {
+    /// Offers a file as `plan` says (direct or converted) to `audience`; returns its URL and MIME type.
+    public func offer(_ info: MediaInfo, as plan: Delivery, maxChannels: Int? = nil, for audience: Audience) -> (url: String, mimeType: String)? {
         switch plan {
-        case .direct: return (offer(file: info.path, mimeType: info.mimeType, size: info.size), info.mimeType)
+        case .direct: return (offer(file: info.path, mimeType: info.mimeType, size: info.size, for: audience), info.mimeType)
         case .remux(let profile), .transcode(let profile):
-            return (offer(transcoding: info, to: profile, maxChannels: maxChannels), profile.mimeType(for: info))
+            return (offer(transcoding: info, to: profile, maxChannels: maxChannels, for: audience), profile.mimeType(for: info))
         case .unplayable: return nil
         }
     }
@@ -148,6 +149,48 @@ extension GLibLoop {
         .map { GLibLoop(name: "route-http-\($0)") }
 }
 
+/// Who may fetch an offered URL. The URL is unguessable, but a device hands it to anyone who asks (UPnP's
+/// GetMediaInfo, Cast's MEDIA_STATUS): an item is served to the device it was offered to, by its address.
+public enum Audience: Sendable, Hashable, CustomStringConvertible {
+    /// Any host (`route serve`: a person publishes a file on purpose).
+    case anyone
+    /// These addresses only: the device's (a group's members', each its own).
+    case hosts(Set<String>)
+    /// These addresses and this machine (a plugin's device: the plugin runs here, and may fetch on its behalf).
+    case hostsAndThisMachine(Set<String>)
+
+    /// The providers whose devices fetch what they are offered themselves (route's built-in UPnP and Cast). Any other
+    /// provider is a plugin, which may fetch it here for its device (an AirPlay plugin streams what it fetched).
+    static let devicesFetchThemselves: Set<String> = ["upnp", "cast"]
+
+    /// Who may fetch what is offered for `route`, reached at `address` ("10.0.0.5", "10.0.0.5:8009",
+    /// "http://10.0.0.5:49494/desc.xml"): its device's host; for a plugin's route, this machine too.
+    public static func route(_ route: MediaRoute, at address: String) -> Audience {
+        let device: Set = [AnnouncedAddress.host(of: address)]
+        return devicesFetchThemselves.contains(route.provider) ? .hosts(device) : .hostsAndThisMachine(device)
+    }
+
+    /// The hosts in words, for the log.
+    public var description: String {
+        switch self {
+        case .anyone: "anyone"
+        case .hosts(let hosts): hosts.sorted().joined(separator: ", ")
+        case .hostsAndThisMachine(let hosts): (hosts.sorted() + ["this machine"]).joined(separator: ", ")
+        }
+    }
+
+    /// Whether a request from `client` (an address) is answered.
+    func admits(_ client: String) -> Bool {
+        let bare = client.hasPrefix("::ffff:") ? String(client.dropFirst(7)) : client
+        switch self {
+        case .anyone: return true
+        case .hosts(let hosts): return hosts.contains(bare)
+        case .hostsAndThisMachine(let hosts):
+            return hosts.contains(bare) || WebAddress.thisMachine("http://" + (bare.contains(":") ? "[\(bare)]" : bare), resolving: false) != nil
+        }
+    }
+}
+
 /// One offered item: a file served as it is, or through a conversion pipeline.
 struct Offer: Sendable {
     enum Source: Sendable {
@@ -162,6 +205,8 @@ struct Offer: Sendable {
     let path: String
     let mimeType: String
     let source: Source
+    /// Who may fetch it.
+    let audience: Audience
     /// A live stream (no seeking: DLNA is told so).
     var isLive = false
     var isImage: Bool { mimeType.hasPrefix("image/") }
@@ -285,6 +330,13 @@ struct OfferResponder: Sendable {
         guard method == "GET" || method == "HEAD" || method == "OPTIONS", parts.count >= 2, parts.count <= 3, parts[0] == "m",
               let offer = offers.items.withLock({ $0[String(parts[1])] }) else {
             message.setStatus(404)
+            return
+        }
+        guard offer.audience.admits(message.client) else {
+            // A neighbour that asked the device for its URL; or a device that fetches from another address than the
+            // one it is reached at (a proxy), which the log names.
+            log(.notice, "refused \(message.method) \(message.path) from \(message.client): it is served to \(offer.audience) only")
+            message.setStatus(403)
             return
         }
         // Cast receivers are web pages on another origin: their players read items (and text tracks)

@@ -88,6 +88,7 @@ final class PipelineStream: @unchecked Sendable {
         var sentAny = false
         defer { finishResponse(failure: failure, afterData: sentAny) }
         var error: UnsafeMutablePointer<GError>?
+        let guardMark = FetchGuard.mark()
         let full = "\(GStreamer.sourceElement(for: path)) name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
         guard let pipeline = gst_parse_launch(full, &error), error == nil else {
             failure = GLibError("conversion pipeline", error).description
@@ -138,7 +139,8 @@ final class PipelineStream: @unchecked Sendable {
             } else if let bus, let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) {
                 var gerror: UnsafeMutablePointer<GError>?
                 gst_message_parse_error(message, &gerror, nil)
-                failure = GLibError("conversion failed", gerror).description
+                let described = GLibError("conversion failed", gerror).description
+                failure = FetchGuard.refusal(since: guardMark).map { "conversion failed: \($0)" } ?? described
                 gst_mini_object_unref(UnsafeMutableRawPointer(message).assumingMemoryBound(to: GstMiniObject.self))
                 return
             }

@@ -15,6 +15,10 @@ enum Cast {
         // now (a bad first file ends the cast before anything plays), the rest while the queue plays. A web page's
         // media is probed once the device is known: its format is chosen for the device.
         let options = try CastOptions(parsed)
+        // What goes out as subtitles is subtitles, even when a person names it.
+        if case .file(let path) = options.settings.subtitles, let refusal = SubtitleFile.refusal(path) {
+            throw UsageError(description: "--subtitles: \(refusal)")
+        }
         if CastThroughService.applies(parsed) {
             for path in parsed.positionals where !CastSourceKinds.isURL(path) && !CastSourceKinds.isFolderOrPlaylist(path) {
                 _ = try MediaError.checkReadableFile(path)
@@ -23,8 +27,11 @@ enum Cast {
         }
         var reading = CastSources.Options()
         reading.recursive = options.recursive
+        reading.progress = { printError("route cast: \($0)") }
         let queue = try await CastSources.expand(parsed.positionals, options: reading)
         for notice in queue.notices { printError("route cast: \(notice)") }
+        // What it lets GStreamer fetch on this machine holds while the queue plays.
+        defer { withExtendedLifetime(queue.allowances) {} }
         let probes = try await ProbeAhead.probingFirst(options.shuffle ? queue.entries.shuffled() : queue.entries) {
             printError("route cast: \($0)")
         }

@@ -8,6 +8,9 @@ import RouteMedia
 enum Probe {
     static func run(_ parsed: ParsedArguments) throws -> ExitCode {
         let given = parsed.positionals[0]
+        // A person named it: a URL on this machine may be fetched (a page it points to may not point back here).
+        let allowance = MediaInfo.isRemote(given) ? FetchGuard.allow(given) : nil
+        defer { withExtendedLifetime(allowance) {} }
         let info = try MediaProbe.probe(given)
         if parsed.has("json") {
             print(try JSONOutput.string(ProbeReport(info)))

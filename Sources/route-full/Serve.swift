@@ -17,7 +17,8 @@ enum Serve {
         let accepts: MediaAcceptance = parsed["as"].map { .mimeTypes($0.split(separator: ",").map(String.init)) } ?? .anything
         for file in files {
             let plan = DeliveryPlanner.plan(file, for: accepts)
-            guard let (url, mimeType) = server.offer(file, as: plan) else {
+            // `route serve` publishes on purpose: whoever has the URL may fetch it.
+            guard let (url, mimeType) = server.offer(file, as: plan, for: .anyone) else {
                 if case .unplayable(let reason) = plan { throw MediaError.notMedia(file.path, reason: reason) }
                 continue
             }

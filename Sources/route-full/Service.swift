@@ -182,7 +182,14 @@ final class RouteService: Sendable {
         case "GetDevices":
             return [devicesValue(router.devices)]
         case "WatchDevices":
-            state.withLock { $0.watchers[sender, default: 0] += 1 }
+            // What one client can make the service hold is bounded: a few watches (each a reply with every device).
+            try state.withLock { state in
+                guard state.watchers[sender, default: 0] < Self.watchesPerClient else {
+                    throw DBusError(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                    "WatchDevices: this app holds \(Self.watchesPerClient) watches, the most one app may (UnwatchDevices ends one)")
+                }
+                state.watchers[sender, default: 0] += 1
+            }
             searchesChanged()
             return [devicesValue(router.devices), .double(listening)]
         case "UnwatchDevices":
@@ -195,7 +202,7 @@ final class RouteService: Sendable {
             guard arguments.count == 2, case .string(let query) = arguments[0], case .double(let timeout) = arguments[1] else { throw invalid(method) }
             return [try DBusCoding.encode(try await find(query, timeout: timeout))]
         case "Cast":
-            return [.objectPath(try await cast(arguments, sender: sender))]
+            return [.objectPath(try await cast(arguments, sender: sender, asker: await asker(sender)))]
         case "StartSink":
             guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let options) = arguments[1] else { throw invalid(method) }
             let settings = try Self.sinkSettings(options)
@@ -247,11 +254,20 @@ final class RouteService: Sendable {
         return try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout)
     }
 
+    /// The most device watches one client holds at once.
+    static let watchesPerClient = 16
+
     /// The most files one cast takes.
     static let maxFiles = 10_000
 
+    /// Who `sender` is, for what it may name: an app, sandboxed or not (one the bus cannot place is taken for sandboxed).
+    private func asker(_ sender: String) async -> Asker {
+        guard let pid = try? await bus.processID(of: sender) else { return .app(sandboxed: true) }
+        return Asker.app(processID: pid)
+    }
+
     /// Checks a cast's files and finds its device, then starts its session; returns the session's path.
-    private func cast(_ arguments: [DBusValue], sender: String) async throws -> String {
+    private func cast(_ arguments: [DBusValue], sender: String, asker: Asker) async throws -> String {
         guard arguments.count == 4, case .string(let query) = arguments[0], case .strings(let paths) = arguments[1],
               case .dictionary(let options) = arguments[3] else { throw invalid("Cast") }
         let descriptors = arguments[2].elements.compactMap { value -> DBusDescriptor? in
@@ -266,13 +282,18 @@ final class RouteService: Sendable {
         if let relative = paths.first(where: { !$0.hasPrefix("/") && !MediaInfo.isRemote($0) }) {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \"\(relative)\" is neither an absolute path nor an http(s) URL")
         }
-        var entries: [QueueEntry] = [], notices: [String] = []
+        if let path = paths.first(where: { !MediaInfo.isRemote($0) }), let refusal = asker.refusesPath(path) {
+            throw DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "Cast: \(path): \(refusal)")
+        }
+        var entries: [QueueEntry] = [], notices: [String] = [], allowances: [FetchGuard.Allowance] = []
         if !paths.isEmpty {
             var reading = CastSources.Options()
             reading.recursive = Self.flag("recursive", in: options)
+            reading.asker = asker
             let queue = try await CastSources.expand(paths, options: reading)
             entries = queue.entries
             notices = queue.notices
+            allowances = queue.allowances
         }
         for (number, descriptor) in descriptors.enumerated() {
             var entry = QueueEntry("/proc/self/fd/\(descriptor.descriptor)", title: try Self.check(descriptor, number: number + 1))
@@ -282,7 +303,7 @@ final class RouteService: Sendable {
         guard entries.count <= Self.maxFiles else {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(entries.count) items; one cast takes at most \(Self.maxFiles)")
         }
-        let settings = try Self.settings(options)
+        let settings = try Self.settings(options, asker: asker)
         let probes = try await ProbeAhead.probingFirst(Self.flag("shuffle", in: options) ? entries.shuffled() : entries) { notices.append($0) }
         let device = try await find(query, timeout: 3)
         await probes.playing(on: device)
@@ -291,7 +312,7 @@ final class RouteService: Sendable {
         if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
         let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
         let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                         descriptors: descriptors, owner: endsWithClient ? sender : nil, notices: notices, bus: bus,
+                                         descriptors: descriptors, allowances: allowances, owner: endsWithClient ? sender : nil, notices: notices, bus: bus,
                                          find: { try await self.find($0, timeout: 3) })
         // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
         let published = Result { try session.publish() }
@@ -327,13 +348,15 @@ final class RouteService: Sendable {
     }
 
     /// A cast's options: via, subtitles ("" for none), imageDuration and startTimeout (seconds), loop, resume, start.
-    private static func settings(_ options: [String: DBusValue]) throws -> CastSettings {
+    private static func settings(_ options: [String: DBusValue], asker: Asker) throws -> CastSettings {
         var settings = CastSettings()
         for (key, value) in options {
             switch (key, value.unwrapped) {
             case ("via", .string(let via)): settings.via = via.lowercased()
             case ("subtitles", .string(let path)):
-                guard path.isEmpty || FileManager.default.isReadableFile(atPath: path) else { throw MediaError.unreadable(path) }
+                if !path.isEmpty, let refusal = asker.refusesPath(path) ?? SubtitleFile.refusal(path) {
+                    throw DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "Cast: subtitles \(refusal)")
+                }
                 settings.subtitles = path.isEmpty ? .off : .file(path)
             case ("imageDuration", .double(let seconds)) where seconds > 0 && seconds <= 3600:
                 settings.imageDuration = .milliseconds(Int(seconds * 1000))

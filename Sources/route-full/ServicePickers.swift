@@ -15,6 +15,8 @@ final class ServicePickers: Sendable {
     private let device: @Sendable (String) -> MediaDevice?
     private let requests = AsyncStream<PickRequest>.makeStream()
     private let state = Mutex<(next: Int, open: [String: PickRequest])>((1, [:]))
+    /// Windows open at once for the whole service: each is a GTK process (~170 MiB); more wait for none of them.
+    static let mostOpen = 4
 
     /// Requests on `bus`; `device` finds a device by id (the one the window reports).
     init(bus: DBusConnection, device: @escaping @Sendable (String) -> MediaDevice?) {
@@ -51,11 +53,26 @@ final class ServicePickers: Sendable {
             }
         }
         if !parent.isEmpty { arguments += ["--parent", parent] }
-        let number = state.withLock { state in defer { state.next += 1 }; return state.next }
-        let request = PickRequest(path: RouteServiceAPI.requestPathPrefix + String(number), sender: sender, arguments: arguments,
-                                  environment: environment)
-        try request.publish(on: bus)
-        state.withLock { $0.open[request.path] = request }
+        // One window per client (a person answers one at a time), a few for the service.
+        let request = try state.withLock { state in
+            if let mine = state.open.values.first(where: { $0.sender == sender }) {
+                throw DBusError(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                "PickDevice: this app's picker (\(mine.path)) is open; its Response comes first (Close ends it)")
+            }
+            guard state.open.count < Self.mostOpen else {
+                throw DBusError(name: "org.freedesktop.DBus.Error.LimitsExceeded",
+                                "PickDevice: \(Self.mostOpen) pickers are open already, the most the route service shows at once")
+            }
+            defer { state.next += 1 }
+            let request = PickRequest(path: RouteServiceAPI.requestPathPrefix + String(state.next), sender: sender, arguments: arguments,
+                                      environment: environment)
+            state.open[request.path] = request
+            return request
+        }
+        do { try request.publish(on: bus) } catch {
+            _ = state.withLock { $0.open.removeValue(forKey: request.path) }
+            throw error
+        }
         requests.continuation.yield(request)
         return request.path
     }

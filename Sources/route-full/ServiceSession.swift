@@ -29,6 +29,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let number: Int
     /// The descriptors of the files a client sent: open as long as the session plays them.
     private let descriptors: [DBusDescriptor]
+    /// What lets GStreamer fetch the URLs on this machine the client named, as long as the session plays them.
+    private let allowances: [FetchGuard.Allowance]
     private struct State {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
@@ -52,13 +54,14 @@ final class ServiceSession: Sendable, DBusObjectHandler {
 
     /// A session of `probes` on `device`; nothing plays until `run()`. `find` finds the device a move names.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
-         descriptors: [DBusDescriptor], owner: String?, notices: [String] = [], bus: DBusConnection,
+         descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], owner: String?, notices: [String] = [], bus: DBusConnection,
          find: @escaping @Sendable (String) async throws -> MediaDevice) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
         self.find = find
         self.bus = bus
         self.descriptors = descriptors
+        self.allowances = allowances
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))

@@ -97,26 +97,26 @@ import Testing
         let table = CastServiceTable()
         table.found(real)
         table.found(rogue)
+        // Neither is listed until both were asked: a name is no proof.
         let first = table.routes()
-        #expect(first.routes.map(\.address) == ["10.0.0.7:8009"])
-        #expect(first.said.count == 1 && first.said[0].contains("keeping \"Lab Cast\" at 10.0.0.7:8009"), "\(first.said)")
+        #expect(first.routes.isEmpty && first.said.isEmpty, "\(first)")
         #expect(Set(first.suspects) == [real, rogue], "both are asked whether they answer as Cast")
-        #expect(table.routes().suspects.isEmpty && table.routes().said.isEmpty, "asked and said once")
-        // The rogue answers as Cast and the first announcement does not: evidence wins, and the move is said.
-        table.verified(rogue, answers: true)
-        table.verified(real, answers: false)
+        #expect(table.routes().suspects.isEmpty, "asked once")
+        // The rogue answers as Cast and the first announcement does not: evidence wins.
+        table.verified(rogue, answers: true, fingerprint: "aa")
+        table.verified(real, answers: false, fingerprint: nil)
         let evidence = table.routes()
         #expect(evidence.routes.map(\.address) == ["10.0.0.66:8009"])
-        #expect(evidence.said.contains { $0.contains("is now the announcement at 10.0.0.66:8009, no longer the one at 10.0.0.7:8009") }, "\(evidence.said)")
         #expect(evidence.said.contains { $0.contains("which answers as a Cast receiver") }, "\(evidence.said)")
-        // One announcement that moves (a group's leader) keeps its place and is asked again.
-        table.verified(real, answers: true)
+        // One announcement that moves is asked again; when both answer and route knows neither's certificate, neither
+        // is listed, and the line says to cast by address.
         var moved = real
         moved.address = "10.0.0.8"
         table.found(moved)
-        #expect(table.routes().routes.map(\.address) == ["10.0.0.66:8009"], "the moved one has not answered yet")
-        table.verified(moved, answers: true)
-        #expect(table.routes().routes.map(\.address) == ["10.0.0.8:8009"], "both answer: the one announced first")
+        #expect(table.routes().routes.isEmpty, "the moved one has not answered yet")
+        table.verified(moved, answers: true, fingerprint: "bb")
+        let both = table.routes()
+        #expect(both.routes.isEmpty && both.said.contains { $0.contains("knows neither's certificate") }, "\(both)")
         table.removed(moved.key)
         #expect(table.routes().routes.map(\.address) == ["10.0.0.66:8009"], "the other announcement is all that is left")
     }

@@ -564,6 +564,15 @@ extension LabTests {
             }
         }
 
+        @Test func aReceiverThatAnswersHeartbeatsButNoRequestAfterAReconnectIsADeadLink() async throws {
+            try await withReceiver(["--drop-after", "2", "--misbehave", "pong-only-after-drop"]) { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 120)
+                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 60)
+                #expect(result.status == 1 && !result.signaled && result.stderr.contains("\(Self.name) cannot be reached")
+                        && result.stderr.contains("answers heartbeats but not requests"), "\(result)")
+            }
+        }
+
         @Test func oneSignalEndsACastWithinSecondsWhenTheReceiverFallsSilent() async throws {
             try await withReceiver(["--misbehave", "silent-after-load"]) { sandbox in
                 let wav = try await sandbox.wav("long.wav", seconds: 60)
@@ -616,6 +625,34 @@ extension LabTests {
                 #expect(ContinuousClock.now - announced < .seconds(5), "listed \(ContinuousClock.now - announced) after it was announced")
                 kill(watching.pid, SIGTERM)
                 _ = await watching.finish(within: 5)
+            }
+        }
+
+        @Test func aSecondReceiverClaimingTheIdIsToldApartByTheCertificateRouteMetFirst() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("tone.wav", seconds: 2)
+                let loads = { (receiver: String) in CastReceiverLab.events(of: receiver).filter { $0["event"] as? String == "load" }.count }
+                // Nothing known yet: route meets the receiver, and keeps its certificate in the user's state.
+                #expect(try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 30).status == 0)
+                let store = sandbox.root + "/state/route/cast-certificates.json"
+                #expect(FileManager.default.fileExists(atPath: store))
+                defer { try? Lab.control("stop-cast", "--rogue") }
+                try Lab.control("start-cast", "--rogue", "8010")
+                // Both announced, as a network that has them both when route starts.
+                try await Lab.until("this side's avahi-daemon resolves the rogue's announcement", within: 10) {
+                    try Lab.tool("/usr/bin/avahi-browse", ["-rpt", "_googlecast._tcp"]).text.split(separator: "\n")
+                        .contains { $0.hasPrefix("=") && $0.contains(";8010;") }
+                }
+                // A rogue with its id and name that answers as a receiver: the known one is chosen by name.
+                let known = try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(known.status == 0 && loads("cast") == 2 && loads("cast-rogue") == 0, "\(known)")
+                #expect(known.stderr.contains("the receiver route met before"), "\(known)")
+                // Knowing neither, route does not choose by name, and says how to choose.
+                try FileManager.default.removeItem(atPath: store)
+                let neither = try await sandbox.run(["cast", wav, "--to", Self.name], environment: cast, timeout: 30)
+                #expect(neither.status != 0 && neither.stderr.contains("knows neither's certificate") && loads("cast-rogue") == 0, "\(neither)")
+                let byAddress = try await sandbox.run(["cast", wav, "--to", Self.address], environment: cast, timeout: 30)
+                #expect(byAddress.status == 0 && loads("cast") == 3 && loads("cast-rogue") == 0, "\(byAddress)")
             }
         }
 

@@ -142,6 +142,12 @@ enum Lab {
                  [description, service, action, arguments]).text
     }
 
+    /// The HTTP status a GET of `url` gets from the test's own address (10.77.0.1: a host that is not the device), as a
+    /// neighbour that asked the device for its URL would ("403"; "000" when nothing answers).
+    static func statusForANeighbour(of url: String) throws -> String {
+        try tool("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", url]).text
+    }
+
     /// The renderer's own CurrentTransportState (PLAYING, PAUSED_PLAYBACK, STOPPED, …).
     static func transportState() throws -> String {
         value("CurrentTransportState", in: try soap("AVTransport", "GetTransportInfo")) ?? "?"

@@ -406,5 +406,65 @@ extension LabTests {
                 }
             }
         }
+
+        /// A Cast call from an app in Python: `fd` sends the open file, `path` names it; `subtitles` names a subtitles file.
+        private static let castCall = """
+            import sys
+            from gi.repository import Gio, GLib
+            device, how, media, subtitles = sys.argv[1:5]
+            options = {"endsWithClient": GLib.Variant("b", False)}
+            if subtitles:
+                options["subtitles"] = GLib.Variant("s", subtitles)
+            descriptors = Gio.UnixFDList.new()
+            opened = open(media, "rb")  # kept open until the call has sent it
+            paths, handles = ([media], []) if how == "path" else ([], [descriptors.append(opened.fileno())])
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            try:
+                reply, _ = bus.call_with_unix_fd_list_sync("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager",
+                    "Cast", GLib.Variant("(sasaha{sv})", (device, paths, handles, options)), None, Gio.DBusCallFlags.NONE, 30000, descriptors)
+                print("cast", reply.unpack()[0])
+            except GLib.Error as error:
+                sys.exit(error.message)
+            """
+
+        @Test func aSandboxedAppCastsWhatItOpensAndNamesNoFileOfTheHost() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try await tone(sandbox, seconds: 20)
+                    // The app's data: a "video" with "subtitles" beside it that are a link to a key of the host.
+                    for folder in ["host", "app"] { try FileManager.default.createDirectory(atPath: sandbox.root + "/" + folder, withIntermediateDirectories: true) }
+                    let key = try sandbox.file("host/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+                    try FileManager.default.createSymbolicLink(atPath: sandbox.root + "/app/clip.vtt", withDestinationPath: key)
+                    let info = try sandbox.file("flatpak-info", "[Application]\nname=org.example.Player\n")
+                    let service = try await startService(sandbox, bus)
+                    // A Flatpak-like sandbox: its own root, /.flatpak-info in it, the app's folder and the bus.
+                    func call(_ how: String, _ media: String, subtitles: String = "", sandboxed: Bool) throws -> ToolOutput {
+                        let python = ["/usr/bin/python3", "-c", Self.castCall, Lab.rendererName, how, media, subtitles]
+                        guard sandboxed else { return try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"] + python) }
+                        return try Lab.tool("/usr/bin/bwrap", [
+                            "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                            "--symlink", "usr/bin", "/bin", "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
+                            "--ro-bind", info, "/.flatpak-info", "--bind", sandbox.root, sandbox.root, "--bind", bus.directory, bus.directory,
+                            "--setenv", "DBUS_SESSION_BUS_ADDRESS", bus.address, "--"] + python)
+                    }
+                    let named = try call("path", wav, sandboxed: true)
+                    #expect(named.status != 0 && named.text.contains("sandboxed app may not name files"), "\(named)")
+                    let subtitled = try call("fd", wav, subtitles: sandbox.root + "/app/clip.vtt", sandboxed: true)
+                    #expect(subtitled.status != 0 && subtitled.text.contains("sandboxed app"), "\(subtitled)")
+                    // From an app outside a sandbox, "subtitles" must be subtitles.
+                    let key2 = try call("path", wav, subtitles: sandbox.root + "/app/clip.vtt", sandboxed: false)
+                    #expect(key2.status != 0 && key2.text.contains("id_rsa") && key2.text.contains("subtitles"), "\(key2)")
+                    #expect(try Lab.transportState() != "PLAYING", "a refused cast played")
+                    // What the sandboxed app opened and passed plays.
+                    let opened = try call("fd", wav, sandboxed: true)
+                    #expect(opened.status == 0 && opened.text.contains("cast /io/github/route/Route1/session/"), "\(opened)")
+                    try await Lab.until("the renderer plays the file the sandboxed app sent", within: 5) { try Lab.transportState() == "PLAYING" }
+                    kill(service.process.processIdentifier, SIGTERM)
+                    #expect(await service.finish(within: 10).status == 0)
+                }
+            }
+        }
     }
 }

@@ -99,6 +99,8 @@ extension LabTests {
                     #expect(peak > 0.33 && peak < 0.7, "a full-scale click reached the renderer's output at \(peak): scaled twice, or not by the renderer")
                     let track = try Lab.trackURI()
                     #expect(track.contains("/desktop-audio."), "\(track)")
+                    // The desktop's live sound (a call, a meeting) goes to the renderer, not to a neighbour it told the URL.
+                    #expect(try Lab.statusForANeighbour(of: track) == "403")
                     #expect(try Lab.volume() == 80)
 
                     // Mute goes to the device too.

@@ -240,7 +240,7 @@ extension LabTests {
                 // A playlist from the web naming this machine: that entry is refused with a line, the next one plays.
                 let sneaky = try await sandbox.run(["cast", Self.web + "/sneaky.m3u", "--to", Lab.rendererName], environment: upnp, timeout: 30)
                 #expect(sneaky.status == 0 && sneaky.stderr.contains("skipping http://127.0.0.1:8088/tone.mp3")
-                        && sneaky.stderr.contains("a playlist or page from the web may not make route fetch from this machine")
+                        && sneaky.stderr.contains("a document from the web (\(Self.web)/sneaky.m3u) may not make route fetch from this machine")
                         && sneaky.stderr.contains("skipping \"file:///etc/hostname\"") && sneaky.stderr.contains("may name http(s) URLs only")
                         && playedTitles(sneaky) == ["tone"], "\(sneaky)")
                 #expect(!served().contains { $0.hasPrefix("127.") }, "\(served())")
@@ -250,6 +250,50 @@ extension LabTests {
                 let once = try await sandbox.run(["cast", looping, "--to", Lab.rendererName], environment: upnp, timeout: 30)
                 #expect(once.stderr.contains("names itself") && once.stderr.contains("missing.mp3: no such file") && playedTitles(once) == ["tone"],
                         "\(once)")
+            }
+        }
+
+        @Test func anHLSStreamFromTheWebNeverMakesRouteFetchFromThisMachine() async throws {
+            try await Lab.stopRenderer()
+            try await withWeb { sandbox, root in
+                // Its segments on route's own loopback, where a listener (this namespace's, as route's) notes every connection.
+                let playlist = try String(contentsOfFile: root + "/hls/playlist.m3u8", encoding: .utf8)
+                _ = try sandbox.file("web/hls/here.m3u8", playlist.split(separator: "\n").map {
+                    $0.hasSuffix(".ts") ? "http://127.0.0.1:7777/hls/\($0)" : String($0)
+                }.joined(separator: "\n") + "\n")
+                let knocks = sandbox.root + "/knocks"
+                let listener = try Lab.listen(on: ["127.0.0.1"], port: 7777, log: knocks)
+                defer { listener.stop() }
+                let knocked = { ((try? String(contentsOfFile: knocks, encoding: .utf8)) ?? "").split(separator: "\n").count }
+                try await Lab.until("the loopback listener is up", within: 10) {
+                    _ = try Lab.statusForANeighbour(of: "http://127.0.0.1:7777/")
+                    return knocked() > 0
+                }
+                let before = knocked()
+                // gmediarender takes no HLS: route would convert it, fetching every segment itself.
+                let result = try await sandbox.run(["cast", Self.web + "/hls/here.m3u8", "--to", Lab.rendererName], environment: upnp, timeout: 40)
+                #expect(result.status != 0 && result.stderr.contains("refused"), "\(result)")
+                #expect(knocked() == before, "route connected to its own loopback \(knocked() - before) times")
+            }
+        }
+
+        @Test func aHelperDiesWithRoute() async throws {
+            try await withWeb { sandbox, _ in
+                // A yt-dlp that never ends, and says who it is.
+                let pidFile = sandbox.root + "/yt-dlp.pid"
+                let fake = try sandbox.file("yt-dlp", "#!/bin/sh\necho $$ > \(pidFile)\nexec sleep 300\n")
+                chmod(fake, 0o755)
+                let cast = try sandbox.start(["cast", Self.web + "/page.html", "--to", Lab.rendererName],
+                                             environment: upnp.merging(["ROUTE_YTDLP": fake]) { $1 })
+                try await Lab.until("route runs yt-dlp", within: 15) { FileManager.default.fileExists(atPath: pidFile) }
+                let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+                kill(cast.process.processIdentifier, SIGTERM)
+                _ = await cast.finish(within: 10)
+                // Gone, or a zombie nobody has reaped yet: either way it runs no more.
+                try await Lab.until("yt-dlp (\(pid)) ended with route", within: 5) {
+                    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                    return stat.isEmpty || stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z") == true
+                }
             }
         }
 

@@ -62,6 +62,8 @@ extension LabTests {
                 let wav = try await sandbox.wav("long.wav", seconds: 20)
                 let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: upnp)
                 try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
+                // The renderer tells anyone its URL (GetMediaInfo): route serves it to the renderer alone.
+                #expect(try Lab.statusForANeighbour(of: Lab.trackURI()) == "403")
 
                 try await sandbox.run(["pause", "--to", "lab"]).expectSuccess()
                 #expect(try Lab.transportState() == "PAUSED_PLAYBACK")

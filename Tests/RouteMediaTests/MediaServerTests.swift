@@ -45,7 +45,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.wav)
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
         #expect(url.hasPrefix("http://127.0.0.1:") && url.hasSuffix("/media.wav"))
         let fetched = try await curl(url, ["-H", "getcontentFeatures.dlna.org: 1"])
         #expect(fetched.status == 200)
@@ -63,7 +63,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let file = try Data(contentsOf: URL(fileURLWithPath: info.path))
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
         let middle = try await curl(url, ["-H", "Range: bytes=1000-1999"])
         #expect(middle.status == 206)
         #expect(middle.headers["content-range"] == "bytes 1000-1999/\(info.size)")
@@ -86,7 +86,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         try Data(repeating: 1, count: 1000).write(to: URL(fileURLWithPath: path))
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(file: path, mimeType: "audio/mpeg", size: 1000)
+        let url = server.offer(file: path, mimeType: "audio/mpeg", size: 1000, for: .anyone)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 2, count: 500))
@@ -102,7 +102,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.wav)
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
         let ranged = try await curl(url, ["-H", "Origin: https://www.gstatic.com", "-H", "Range: bytes=0-99"])
         #expect(ranged.status == 206 && ranged.headers["access-control-allow-origin"] == "*")
         #expect(ranged.headers["access-control-expose-headers"]?.contains("Content-Range") == true
@@ -118,7 +118,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.wav)
         let server = try MediaServer()
         defer { server.close() }
-        let fetched = try await curl(server.offer(file: info.path, mimeType: info.mimeType, size: info.size), ["-I"])
+        let fetched = try await curl(server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone), ["-I"])
         #expect(fetched.status == 200)
         #expect(fetched.headers["content-length"] == String(info.size))
         // curl -I writes the headers as its output: nothing else may follow them.
@@ -131,7 +131,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.wav)
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
         #expect(try await curl(server.baseURL + "/").status == 404, "no listing")
         #expect(try await curl(server.baseURL + "/m/00000000000000000000000000000000/media.wav").status == 404)
         #expect(try await curl(server.baseURL + "/m/../../../../etc/passwd", ["--path-as-is"]).status == 404)
@@ -145,7 +145,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
     @Test func tokensAreUnguessable() throws {
         let server = try MediaServer()
         defer { server.close() }
-        let urls = (0..<50).map { _ in server.offer(data: Data([1]), mimeType: "image/jpeg") }
+        let urls = (0..<50).map { _ in server.offer(data: Data([1]), mimeType: "image/jpeg", for: .anyone) }
         let tokens = Set(urls.compactMap { MediaServer.token(in: $0) })
         #expect(tokens.count == 50)
         #expect(tokens.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
@@ -155,7 +155,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let server = try MediaServer()
         defer { server.close() }
         let art = Data((0..<5000).map { UInt8($0 % 251) })
-        let fetched = try await curl(server.offer(data: art, mimeType: "image/jpeg"))
+        let fetched = try await curl(server.offer(data: art, mimeType: "image/jpeg", for: .anyone))
         #expect(fetched.status == 200)
         #expect(fetched.headers["content-type"] == "image/jpeg")
         #expect(fetched.headers["transfermode.dlna.org"] == "Interactive")
@@ -170,7 +170,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         defer { server.close() }
         let plan = DeliveryPlanner.plan(info, for: .mimeTypes(["audio/mpeg"]))
         #expect(plan == .transcode(.mp3))
-        let (url, mimeType) = try #require(server.offer(info, as: plan))
+        let (url, mimeType) = try #require(server.offer(info, as: plan, for: .anyone))
         #expect(mimeType == "audio/mpeg")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-mp3-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -200,8 +200,8 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.longWAV)
         let server = try MediaServer()
         defer { server.close() }
-        let converted = try #require(server.offer(info, as: .transcode(.flac))).url
-        let file = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+        let converted = try #require(server.offer(info, as: .transcode(.flac), for: .anyone)).url
+        let file = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
         for _ in 0..<4 {
             _ = try await curl(converted, ["--max-time", "0.05"])
             _ = try await curl(file, ["--max-time", "0.01", "--limit-rate", "10k"])
@@ -220,7 +220,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(copy)
         let server = try MediaServer()
         defer { server.close() }
-        let url = try #require(server.offer(info, as: .transcode(.mp3))).url
+        let url = try #require(server.offer(info, as: .transcode(.mp3), for: .anyone)).url
         try FileManager.default.removeItem(atPath: copy)
         #expect(try await curl(url).status == 500)
     }
@@ -242,7 +242,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         defer { server.close() }
         let delivery = DeliveryPlanner.plan(info, for: .mimeTypes([accepts]))
         #expect(delivery.summary == plan)
-        let url = try #require(server.offer(info, as: delivery)).url
+        let url = try #require(server.offer(info, as: delivery, for: .anyone)).url
         let whole = try await curl(url)
         let started = ContinuousClock.now
         let later = try await curl(url + "?t=3")
@@ -266,7 +266,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let info = try await probe(samples.longWAV)
         let server = try MediaServer()
         defer { server.close() }
-        let url = try #require(server.offer(info, as: .transcode(.mp3))).url
+        let url = try #require(server.offer(info, as: .transcode(.mp3), for: .anyone)).url
         for t in ["inf", "1e300", "nan", "-5", "abc", "0x10", "99999999999"] {
             let fetched = try await curl(url + "?t=" + t)
             #expect(fetched.status == 200 && !fetched.body.isEmpty, "t=\(t): \(fetched.status)")
@@ -372,7 +372,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
 private func servedWAV() async throws -> (MediaServer, MediaInfo, String, Int) {
     let info = try await probe(try await Samples.get().wav)
     let server = try MediaServer()
-    let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size)
+    let url = server.offer(file: info.path, mimeType: info.mimeType, size: info.size, for: .anyone)
     return (server, info, url, URL(string: url)?.port ?? 0)
 }
 
@@ -477,7 +477,7 @@ private final class IdleClient: @unchecked Sendable {
         let audio = LiveAudio()
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(live: audio, as: .wav)
+        let url = server.offer(live: audio, as: .wav, for: .anyone)
         #expect(url.hasSuffix("/desktop-audio.wav"))
         let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.status == 200)
@@ -496,7 +496,7 @@ private final class IdleClient: @unchecked Sendable {
         let audio = LiveAudio()
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(live: audio, as: .l16)
+        let url = server.offer(live: audio, as: .l16, for: .anyone)
         let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.headers["content-type"] == "audio/L16;rate=44100;channels=2")
         #expect(fetched.headers["contentfeatures.dlna.org"]?.hasPrefix("DLNA.ORG_PN=LPCM;DLNA.ORG_OP=00;") == true)
@@ -509,7 +509,7 @@ private final class IdleClient: @unchecked Sendable {
         let audio = LiveAudio()
         let server = try MediaServer()
         defer { server.close() }
-        let url = server.offer(live: audio, as: .l16)
+        let url = server.offer(live: audio, as: .l16, for: .anyone)
         let filling = Task { await audio.run() }
         defer { filling.cancel() }
         #expect(audio.quietFor == nil)

@@ -200,6 +200,9 @@ func withQueueSession(
         _ = listen(listener, 4)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
         let url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/silent.wav"
+        // Named here, as a person names a URL on this machine: GStreamer may fetch it.
+        let allowance = FetchGuard.allow(url)
+        defer { withExtendedLifetime(allowance) {} }
         let options = QueueSession.Options(startTimeout: .seconds(1))
         let stuck: @Sendable (MediaInfo) -> MediaItem = { info in MediaItem(url: url, mimeType: info.mimeType, title: "stuck") }
         try await withQueueSession([samples.wav], options: options, prepare: stuck) { _, _, run in

@@ -23,4 +23,13 @@ gint64 route_gst_second(void);
 /// The URI of a local file path (g_filename_to_uri, with its GError flattened); NULL on failure.
 char *route_filename_to_uri(const char *path);
 
+/// Decides whether route may connect to `uri`: NULL when it may, else the reason (malloc'd; freed by the caller).
+/// Called on GIO's threads, for every connection that asks the default proxy resolver.
+typedef char *(*route_fetch_check)(const char *uri);
+
+/// Has the process's default proxy resolver (route's, registered as the process loads) ask `check`: every souphttpsrc
+/// (and so every fetch of GStreamer's demuxers, and every redirect) without a proxy of its own asks it before it
+/// connects. Returns whether route's resolver is the default (FALSE when GIO_USE_PROXY_RESOLVER chose another).
+gboolean route_fetch_guard_set_check(route_fetch_check check);
+
 #endif
