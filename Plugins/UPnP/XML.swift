@@ -137,10 +137,14 @@ package struct XMLNode: Sendable {
     private static func build(_ data: Data, limits: XMLLimits) throws(XMLProblem) -> XMLNode {
         xmlInitParser()
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue)
-        let reader: xmlTextReaderPtr? = data.withUnsafeBytes { bytes in
-            xmlReaderForMemory(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil, "UTF-8", options)
+        // The reader reads the bytes in place for as long as it lives: a copy that lives as long (a pointer from
+        // Data.withUnsafeBytes is valid only inside it, and a small Data's bytes are a temporary copy on the stack).
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: max(data.count, 1), alignment: 1)
+        defer { bytes.deallocate() }
+        data.copyBytes(to: bytes)
+        guard let reader = xmlReaderForMemory(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(data.count), nil, "UTF-8", options) else {
+            throw .malformed
         }
-        guard let reader else { throw .malformed }
         defer { xmlFreeTextReader(reader) }
         var open: [XMLNode] = []
         var root: XMLNode?
@@ -191,7 +195,7 @@ package struct XMLNode: Sendable {
 
 /// XML escaping for text and attribute values we write; characters XML 1.0 forbids (C0 controls but tab and line
 /// breaks, U+FFFE, U+FFFF) and the C1 controls are left out: one of them makes a renderer refuse the whole document.
-func xmlEscape(_ text: String) -> String {
+package func xmlEscape(_ text: String) -> String {
     var out = ""
     out.reserveCapacity(text.count)
     for character in text {

@@ -30,7 +30,7 @@ public enum SubtitleFile {
     }
 
     /// Whether `head`, the start of a file, reads as subtitles.
-    static func isSubtitles(_ head: Data) -> Bool {
+    package static func isSubtitles(_ head: Data) -> Bool {
         guard !head.isEmpty, !head.contains(0) else { return false }
         var text = String(decoding: head, as: UTF8.self)
         if text.hasPrefix("\u{FEFF}") { text.removeFirst() }

@@ -25,7 +25,7 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 
 enum Targets {
     static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast, plugin, castStatus, txt,
-                                    pluginNumbers]
+                                    pluginNumbers, deviceText]
 
     /// A Cast JSON payload of each type route reads, the type chosen by the first byte (RECEIVER_STATUS, MEDIA_STATUS,
     /// LOAD_FAILED and the like): decoded leniently, never trapping, whatever the fields hold.
@@ -227,5 +227,19 @@ enum Targets {
             _ = CastStatuses.receiver(message.payload)
             _ = CastStatuses.media(message.payload)
         }
+    }
+
+    /// What a document or an app hands over and route passes on to a device: a file's first bytes named as subtitles
+    /// (SubtitleFile), and any text written into XML for a device (xmlEscape), which must then parse as that text.
+    static let deviceText = FuzzTarget(name: "devicetext", summary: "subtitles' first bytes (SubtitleFile) and titles written into XML (xmlEscape)") { data in
+        if SubtitleFile.isSubtitles(data) { require(!data.contains(0), "a file with a NUL byte passed as subtitles") }
+        let text = String(decoding: data, as: UTF8.self)
+        let document = Data("<t>\(xmlEscape(text))</t>".utf8)
+        let node: XMLNode
+        do { node = try XMLNode.parse(document, limits: .document) } catch {
+            return require(document.count > XMLLimits.document.maxBytes || text.utf8.count > XMLLimits.document.maxText,
+                           "escaped text is not XML (\(error)): \(text.debugDescription)")
+        }
+        require(node.name == "t" && node.children.isEmpty, "escaped text made markup: \(text.debugDescription)")
     }
 }
