@@ -179,7 +179,8 @@ final class Sandbox: Sendable {
     /// no other `route` process may be working in the sandbox, and the sandbox is removed.
     func cleanUp(sourceLocation: SourceLocation = #_sourceLocation) {
         for process in launched.withLock({ $0 }) where process.isRunning {
-            Issue.record("`route` (pid \(process.pid)) was left running; killing it", sourceLocation: sourceLocation)
+            Issue.record("`route` (pid \(process.pid)) was left running; killing it. It said:\n\(process.stdout.suffix(2000))\n\(process.stderr.suffix(4000))",
+                         sourceLocation: sourceLocation)
             kill(process.pid, SIGKILL)
             waitForExit(process.process, seconds: 5)
         }
