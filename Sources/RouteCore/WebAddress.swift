@@ -19,6 +19,12 @@ public enum WebAddress {
     /// so async code calls `thisMachine(resolving:)`.
     public static func thisMachine(_ url: String, resolving: Bool = true) -> String? {
         guard let host = URLComponents(string: url)?.host?.lowercased(), !host.isEmpty else { return "its host cannot be read" }
+        return thisMachine(host: host, resolving: resolving)
+    }
+
+    /// `thisMachine(url)` for a host alone ("127.0.0.1", "[::1]", "::1", a name).
+    public static func thisMachine(host: String, resolving: Bool = true) -> String? {
+        let host = host.lowercased()
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         if bare == "localhost" || bare.hasSuffix(".localhost") { return "\(host) is this machine" }
         if !resolving, AnnouncedAddress.bytes(of: bare) == nil { return nil }

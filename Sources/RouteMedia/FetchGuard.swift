@@ -34,8 +34,7 @@ public enum FetchGuard {
     /// scheme for); nil when it may. Blocks on the resolver.
     static func refusal(_ uri: String) -> String? {
         guard let parts = URLComponents(string: uri), let host = parts.host, !host.isEmpty else { return nil }
-        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        guard let why = WebAddress.thisMachine("http://\(bracketed)" + (parts.port.map { ":\($0)" } ?? "")) else { return nil }
+        guard let why = WebAddress.thisMachine(host: host) else { return nil }
         if let origin = origin(of: uri), allowed.withLock({ $0[origin] != nil }) { return nil }
         let reason = "refused: \(why); route fetches from this machine only what a person or an app named there"
         refused.withLock { $0 = ($0.count + 1, "\(uri) \(reason)") }

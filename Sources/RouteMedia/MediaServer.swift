@@ -186,7 +186,7 @@ public enum Audience: Sendable, Hashable, CustomStringConvertible {
         case .anyone: return true
         case .hosts(let hosts): return hosts.contains(bare)
         case .hostsAndThisMachine(let hosts):
-            return hosts.contains(bare) || WebAddress.thisMachine("http://" + (bare.contains(":") ? "[\(bare)]" : bare), resolving: false) != nil
+            return hosts.contains(bare) || WebAddress.thisMachine(host: bare, resolving: false) != nil
         }
     }
 }
