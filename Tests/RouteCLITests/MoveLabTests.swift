@@ -54,7 +54,7 @@ extension LabTests {
                 try await inSandbox { sandbox in
                     let wav = sandbox.root + "/tone.wav"
                     try await Fixtures.gst("audiotestsrc num-buffers=\(90 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT", to: wav)
-                    let service = try sandbox.start(["service", "--providers", "upnp,cast,local"], environment: bus.environment)
+                    let service = try await sandbox.startService(["--providers", "upnp,cast,local"], on: bus)
                     let environment = bus.environment.merging(client) { $1 }
                     // The renderer, a device of its own: a receiver an earlier test announced (on the renderer's host) may
                     // linger in avahi's cache for a moment after its goodbye, and would merge with it.

@@ -26,7 +26,7 @@ extension LabTests {
 
         /// Starts `route service --providers upnp` on the bus and waits until it lists the renderer and has listened 3 s.
         private func startService(_ sandbox: Sandbox, _ bus: PrivateSessionBus) async throws -> RouteProcess {
-            let service = try sandbox.start(["service", "--providers", "upnp"], environment: bus.environment)
+            let service = try await sandbox.startService(["--providers", "upnp"], on: bus)
             try await Lab.until("the service lists the renderer and has listened 3 s", within: 12) {
                 let devices = try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Devices"])
                 let listening = try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Listening"])
@@ -215,7 +215,8 @@ extension LabTests {
                     _ = await killed.finish(within: 5)
                     try await Lab.until("the service stopped the renderer of the client that left", within: 5) { try Lab.transportState() == "STOPPED" }
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 8).status == 0)
+                    let serviceEnded = await service.finish(within: 8)
+                    #expect(serviceEnded.status == 0, "\(serviceEnded)")
                 }
             }
         }
@@ -268,7 +269,8 @@ extension LabTests {
                     #expect(try Lab.transportState() == "PLAYING")
                     _ = try await sandbox.run(["stop", "--to", Lab.rendererName], environment: environment)
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 8).status == 0)
+                    let serviceEnded = await service.finish(within: 8)
+                    #expect(serviceEnded.status == 0, "\(serviceEnded)")
                 }
             }
         }
@@ -289,7 +291,7 @@ extension LabTests {
                 try await inSandbox { sandbox in
                     let wav = try await tone(sandbox, seconds: 30)
                     let environment = bus.environment.merging(client) { $1 }
-                    let service = try sandbox.start(["service"], environment: environment)
+                    let service = try await sandbox.startService([], on: bus, environment: client)
                     // Warm: every device there at once.
                     let wanted = ["\"Lab Renderer\"", "\"\(Lab.rygelName)\"", "\"Lab Cast\"", "\"Lab MPD"]
                     var listed = ""
@@ -314,7 +316,8 @@ extension LabTests {
                         try await Lab.until("\(target.name) stops", within: 8) { try !target.plays() }
                     }
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 10).status == 0)
+                    let ended = await service.finish(within: 10)
+                    #expect(ended.status == 0, "\(ended)")
                 }
             }
         }
@@ -350,7 +353,8 @@ extension LabTests {
                     kill(server.process.processIdentifier, SIGTERM)
                     _ = await server.finish(within: 5)
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 8).status == 0)
+                    let serviceEnded = await service.finish(within: 8)
+                    #expect(serviceEnded.status == 0, "\(serviceEnded)")
                 }
             }
         }
@@ -376,7 +380,8 @@ extension LabTests {
                             && ran.text.contains("ended: stopped"), "\(ran.text)")
                     #expect(try Lab.transportState() == "STOPPED")
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 8).status == 0)
+                    let serviceEnded = await service.finish(within: 8)
+                    #expect(serviceEnded.status == 0, "\(serviceEnded)")
                 }
             }
         }
@@ -462,7 +467,8 @@ extension LabTests {
                     #expect(opened.status == 0 && opened.text.contains("cast /io/github/route/Route1/session/"), "\(opened)")
                     try await Lab.until("the renderer plays the file the sandboxed app sent", within: 5) { try Lab.transportState() == "PLAYING" }
                     kill(service.process.processIdentifier, SIGTERM)
-                    #expect(await service.finish(within: 10).status == 0)
+                    let ended = await service.finish(within: 10)
+                    #expect(ended.status == 0, "\(ended)")
                 }
             }
         }

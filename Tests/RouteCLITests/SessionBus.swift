@@ -113,3 +113,21 @@ func withSessionBus(isolation: isolated (any Actor)? = #isolation, _ body: (Priv
     defer { bus.stop() }
     try await body(bus)
 }
+
+extension Sandbox {
+    /// Starts `route service ARGUMENTS` on `bus` and waits until that very process owns io.github.route.Route1: a
+    /// client that asked before then would start a service of its own (as route does when none runs), and this one
+    /// would find the name taken and end.
+    func startService(_ arguments: [String], on bus: PrivateSessionBus, environment: [String: String] = [:],
+                      sourceLocation: SourceLocation = #_sourceLocation) async throws -> RouteProcess {
+        let service = try start(["service"] + arguments, environment: bus.environment.merging(environment) { $1 })
+        try await Lab.until("`route service` owns io.github.route.Route1", within: 15, meanwhile: { service.stderr },
+                            sourceLocation: sourceLocation) {
+            guard service.isRunning else { return false }
+            let owner = try bus.tool("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                                               "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "io.github.route.Route1"])
+            return owner.status == 0 && owner.text.contains("(uint32 \(service.pid),)")
+        }
+        return service
+    }
+}

@@ -202,8 +202,7 @@ extension LabTests {
             try await withSound("pipewire") {
                 try await withSessionBus { bus in
                     try await inSandbox { sandbox in
-                        let service = try sandbox.start(["service", "--providers", "upnp"],
-                                                        environment: bus.environment.merging(Self.soundEnvironment) { $1 })
+                        let service = try await sandbox.startService(["--providers", "upnp"], on: bus, environment: Self.soundEnvironment)
                         let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                         // The service may not have found the renderer yet: ask until it has (each answer "no such device").
                         var kept = try await sandbox.run(["sink", "--to", Lab.rendererName, "--detach", "--idle", "3", "--json"], environment: client)

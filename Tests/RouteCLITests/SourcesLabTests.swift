@@ -365,7 +365,7 @@ extension LabTests {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
                 try await withWeb { sandbox, _ in
-                    let service = try sandbox.start(["service", "--providers", "upnp"], environment: bus.environment)
+                    let service = try await sandbox.startService(["--providers", "upnp"], on: bus)
                     defer { kill(service.pid, SIGTERM) }
                     let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                     let url = Self.web + "/tone.mp3"
