@@ -50,6 +50,8 @@ actor RendererController: RouteController {
     private var mayHaveNext = true
     /// Counts loads: a poll answered for an earlier load must not change the status of this one.
     private var generation = 0
+    /// Counts moves on to a queued item: a poll answered before one reports the item before, which is no takeover.
+    private var advances = 0
     private var closed = false
     /// Set when the renderer stopped answering or left: no more requests are sent to it (each would only
     /// wait out its deadline, holding up the end of the cast).
@@ -365,15 +367,15 @@ actor RendererController: RouteController {
     private func tick(poll: Bool) async {
         guard !closed, observing || !status.isFinal || status.state == .stopped else { return }
         if poll {
-            let asked = generation
+            let asked = generation, advanced = advances
             do {
                 let info = try await call("GetTransportInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)
-                guard generation == asked else { return }
+                guard generation == asked, advances == advanced else { return }
                 if let state = info["CurrentTransportState"] { applyTransportState(state) }
                 if status.state == .playing || status.state == .paused || status.state == .loading {
                     // Position is best effort: some renderers fault GetPositionInfo and play fine.
                     let position = (try? await call("GetPositionInfo", on: transport, ["InstanceID": "0"], timeout: Self.pollTimeout)) ?? [:]
-                    guard generation == asked else { return }
+                    guard generation == asked, advances == advanced else { return }
                     if let uri = position["TrackURI"] { follow(uri, metadata: position["TrackMetaData"]) }
                     if let rel = NetworkNumber.clock(position["RelTime"]), let (target, at) = pendingSeek {
                         pendingSeek = nil
@@ -464,6 +466,7 @@ actor RendererController: RouteController {
     /// The renderer moved on to the queued item: the status is now that item's.
     private func advance(to next: MediaItem) {
         nextItem = nil
+        advances += 1
         let muted = status.muted
         status = PlaybackStatus(state: .playing, duration: next.duration, volume: status.volume, title: next.title)
         status.muted = muted
