@@ -472,6 +472,9 @@ public actor QueueSession {
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
             try await fallBack(because: error.reason ?? error.description)
         }
+        // A stop asked for while the device took the item may have reached it before the item's play did, and the
+        // device would play on with nobody to stop it: it is stopped again, now that it has the item.
+        if stopping { try? await controller.stop() }
     }
 
     /// A new item is the current one: nothing known yet of how it plays; it is yet to be moved to where it starts.

@@ -203,7 +203,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                 case "ChangeVolume": try await session.changeVolume(by: try Self.finite(number, "ChangeVolume", -1...1))
                 case "SetMuted": try await session.setMuted(flag ?? false)
                 case "ToggleMute": try await session.toggleMute()
-                case "Detach": state.withLock { $0.owner = nil }
+                case "Detach":
+                    state.withLock { $0.owner = nil }
+                    bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: ["EndsWithClient": .boolean(false)])
                 case "Move":
                     guard let query = text, !query.isEmpty else {
                         throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")

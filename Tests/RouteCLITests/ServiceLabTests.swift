@@ -412,6 +412,75 @@ extension LabTests {
             }
         }
 
+        @Test func aStopWhileTheSessionLoadsStopsTheDeviceAndADetachIsSaid() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let wav = try await tone(sandbox, seconds: 20)
+                    let service = try await startService(sandbox, bus)
+                    func app(_ mode: String) throws -> ToolOutput {
+                        try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.sessionCalls,
+                                                      mode, Lab.rendererName, wav])
+                    }
+                    // Stop as soon as Cast answers, while the renderer is still taking the file: each time the device
+                    // stops, and stays stopped.
+                    for attempt in 1...4 {
+                        let stopped = try app("stop")
+                        #expect(stopped.status == 0 && stopped.text.contains("stopped /io/github/route/Route1/session/"), "try \(attempt): \(stopped)")
+                        try await Lab.until("try \(attempt): the session has ended", within: 8) {
+                            !(try gdbus(bus, Self.manager, "org.freedesktop.DBus.Properties.Get", ["io.github.route.Route1.Manager", "Sessions"]))
+                                .text.contains("/session/")
+                        }
+                        let watched = ContinuousClock.now + .seconds(3)
+                        while ContinuousClock.now < watched {
+                            let state = try Lab.transportState()
+                            guard state != "PLAYING" else {
+                                Issue.record("try \(attempt): the renderer plays the stopped session's media, and no session is left to stop it")
+                                _ = try Lab.soap("AVTransport", "Stop")
+                                break
+                            }
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
+                    }
+                    // Detach says that the session no longer ends with its client.
+                    let detached = try app("detach")
+                    #expect(detached.status == 0 && detached.text.contains("EndsWithClient False"), "\(detached)")
+                    kill(service.process.processIdentifier, SIGTERM)
+                    let ended = await service.finish(within: 10)
+                    #expect(ended.status == 0, "\(ended)")
+                }
+            }
+        }
+
+        /// An app's calls on a session, in Python: `stop` casts and stops at once; `detach` casts, detaches, and prints
+        /// the EndsWithClient that PropertiesChanged says (within 5 s), then stops.
+        private static let sessionCalls = """
+            import sys
+            from gi.repository import Gio, GLib
+            mode, device, media = sys.argv[1:4]
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            def call(path, interface, method, arguments=None):
+                return bus.call_sync("io.github.route.Route1", path, interface, method, arguments, None, Gio.DBusCallFlags.NONE, 30000, None)
+            options = {"endsWithClient": GLib.Variant("b", mode == "detach")}
+            path = call("/io/github/route/Route1", "io.github.route.Route1.Manager", "Cast",
+                        GLib.Variant("(sasaha{sv})", (device, [media], [], options))).unpack()[0]
+            session = "io.github.route.Route1.Session"
+            if mode == "detach":
+                loop = GLib.MainLoop()
+                def changed(connection, sender, path, interface, signal, parameters):
+                    name, values, _ = parameters.unpack()
+                    if name == session and "EndsWithClient" in values:
+                        print("EndsWithClient", values["EndsWithClient"])
+                        loop.quit()
+                bus.signal_subscribe(None, "org.freedesktop.DBus.Properties", "PropertiesChanged", path, None, Gio.DBusSignalFlags.NONE, changed)
+                call(path, session, "Detach")
+                GLib.timeout_add_seconds(5, loop.quit)
+                loop.run()
+            call(path, session, "Stop")
+            print("stopped", path)
+            """
+
         /// A Cast call from an app in Python: `fd` sends the open file, `path` names it; `subtitles` names a subtitles file.
         private static let castCall = """
             import sys
