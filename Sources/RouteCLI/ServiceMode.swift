@@ -19,8 +19,8 @@ package enum ServiceMode {
     /// running.
     package static func connect() async throws -> RouteServiceClient {
         guard RouteServiceClient.sessionBusExists else {
-            throw SetupError(description: "the route service needs a session bus (DBUS_SESSION_BUS_ADDRESS is not set and there is "
-                + "no $XDG_RUNTIME_DIR/bus); route cast without --detach or --pick casts in-process")
+            throw SetupError(description: "the route service needs a session bus, and none answers (at DBUS_SESSION_BUS_ADDRESS, else "
+                + "$XDG_RUNTIME_DIR/bus); route cast without --detach or --pick casts in-process")
         }
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return try await RouteServiceClient.connect(starting: executable)

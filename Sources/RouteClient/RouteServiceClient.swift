@@ -33,8 +33,9 @@ public final class RouteServiceClient: Sendable {
         return client
     }
 
-    /// Whether a session bus is there to reach a service on.
-    public static var sessionBusExists: Bool { DBusConnection.sessionAddress != nil }
+    /// Whether a session bus is there to reach a service on (an address that leads to no bus, one left from another
+    /// login, is none).
+    public static var sessionBusExists: Bool { DBusConnection.sessionBusAnswers }
 
     /// Starts `executable service` when nobody has the service's name and the bus cannot activate it.
     private func start(_ executable: String) async throws {

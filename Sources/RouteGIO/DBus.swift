@@ -249,6 +249,38 @@ public final class DBusConnection: Sendable {
         return nil
     }
 
+    /// Whether the session bus's address leads to a bus that takes connections. An address left over from another
+    /// login (an SSH or tmux session's, a container's) names a socket that is gone, or that nobody listens on: that is
+    /// no bus. Only Unix sockets are tried (at once, without a bus handshake); other transports are taken as answering.
+    public static var sessionBusAnswers: Bool {
+        guard let address = sessionAddress else { return false }
+        return address.split(separator: ";").contains { accepts(String($0)) }
+    }
+
+    /// Whether one D-Bus address (`unix:path=…`, `unix:abstract=…`) accepts a connection.
+    private static func accepts(_ address: String) -> Bool {
+        guard address.hasPrefix("unix:") else { return true }
+        var keys: [String: String] = [:]
+        for pair in address.dropFirst(5).split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { keys[parts[0]] = parts[1].removingPercentEncoding ?? parts[1] }
+        }
+        let name: [UInt8]
+        if let path = keys["path"] { name = Array(path.utf8) } else if let abstract = keys["abstract"] { name = [0] + Array(abstract.utf8) } else { return true }
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: socketAddress.sun_path)
+        guard name.count < capacity else { return true }
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { $0.copyBytes(from: name) }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + name.count)
+        return withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, length) == 0 }
+        }
+    }
+
     /// Connects to the session bus (or the bus at `address`).
     /// - Throws: `DBusError` when there is none, or it refuses the connection.
     public static func session(address: String? = nil) throws -> DBusConnection {

@@ -30,4 +30,19 @@ import Testing
             #expect(media.status == 2 && media.stderr.contains("--media takes audio, video or image"), "\(media)")
         }
     }
+
+    /// An address left from another login (a socket nobody listens on, or none at all) is no bus: a command that needs
+    /// the service says so at once.
+    @Test func aSessionBusAddressThatLeadsNowhereIsNoBus() async throws {
+        try await inSandbox { sandbox in
+            let gone = sandbox.root + "/gone-bus"
+            let made = try runTool("/usr/bin/python3", ["-c", "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()", gone])
+            #expect(made.status == 0, "\(made)")
+            let wav = try await sandbox.wav("song.wav", seconds: 1)
+            for address in ["unix:path=\(gone)", "unix:path=\(sandbox.root)/no-such-bus"] {
+                let detached = try await sandbox.run(["cast", wav, "--detach"], environment: ["DBUS_SESSION_BUS_ADDRESS": address])
+                #expect(detached.status == 1 && detached.stderr.contains("needs a session bus, and none answers"), "\(address): \(detached)")
+            }
+        }
+    }
 }

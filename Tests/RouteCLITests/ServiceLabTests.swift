@@ -412,6 +412,20 @@ extension LabTests {
             }
         }
 
+        @Test func aSessionBusAddressThatLeadsNowhereListsDevicesInProcess() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try await inSandbox { sandbox in
+                // What an SSH or tmux session keeps from a login that has ended: a bus socket nobody listens on.
+                let gone = sandbox.root + "/gone-bus"
+                let made = try Lab.tool("/usr/bin/python3", ["-c", "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()", gone])
+                #expect(made.status == 0, "\(made)")
+                let listed = try await sandbox.run(["devices", "--json", "--timeout", "3"],
+                                                   environment: ["ROUTE_PROVIDERS": "", "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(gone)"])
+                #expect(listed.status == 0 && listed.stdout.contains("\"Lab Renderer\""), "\(listed)")
+            }
+        }
+
         @Test func aStopWhileTheSessionLoadsStopsTheDeviceAndADetachIsSaid() async throws {
             try await Lab.stopRenderer()
             try Lab.control("start-renderer")
