@@ -97,7 +97,7 @@ package final class ServiceCast: DrivenCast {
 
     /// Follows the session to its end: the exit code of a queue that played to its end or was stopped (the first
     /// skipped file's, if any).
-    /// - Throws: `RouteServiceError` when the session failed or the service stopped under it.
+    /// - Throws: the session's failure (a `RouteError` of its kind), or `RouteServiceError` when the service stopped under it.
     package func run() async throws -> ExitCode {
         defer { said.finish() }
         for await event in session.events() {

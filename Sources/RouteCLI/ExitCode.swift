@@ -31,32 +31,19 @@ package enum ExitCode: Int32 {
       130  interrupted (Ctrl-C, SIGTERM, the terminal closed, or the output pipe closed)
     """
 
-    /// The exit code for an error.
+    /// The exit code of each kind of error; a kind not listed (or an error of no kind) is a failure.
+    package static let byCode: [RouteError.Code: ExitCode] = [
+        .unknownDevice: .noDevice, .ambiguousDevice: .noDevice, .unknownAddress: .noDevice, .notCasting: .noDevice,
+        .deviceUnreachable: .unreachable, .badInput: .badInput,
+    ]
+
+    /// The exit code for an error: from its kind (`RouteError.Code`, which the route service's errors carry too).
     package init(for error: any Error) {
         switch error {
         case is UsageError: self = .usage
-        case is SetupError: self = .failure
-        case let error as any ExitCoded: self = error.exitCode
-        case let error as RouteError:
-            switch error.code {
-            case .unknownDevice, .ambiguousDevice, .unknownAddress, .notCasting: self = .noDevice
-            case .deviceUnreachable: self = .unreachable
-            default: self = .failure
-            }
-        case let error as RouteServiceError:
-            switch error.name {
-            case RouteServiceAPI.ErrorName.noDevice: self = .noDevice
-            case RouteServiceAPI.ErrorName.unreachable: self = .unreachable
-            case RouteServiceAPI.ErrorName.badInput: self = .badInput
-            case "org.freedesktop.DBus.Error.InvalidArgs": self = .usage
-            default: self = .failure
-            }
+        case let error as any RouteErrorCoded: self = error.routeErrorCode.flatMap { Self.byCode[$0] } ?? .failure
+        case let error as RouteServiceError where error.name == "org.freedesktop.DBus.Error.InvalidArgs": self = .usage
         default: self = .failure
         }
     }
-}
-
-/// An error of a library below the CLI that knows its exit code (RouteMedia's: a bad file is 3).
-package protocol ExitCoded: Error {
-    var exitCode: ExitCode { get }
 }

@@ -103,7 +103,7 @@ public final class RouteServiceClient: Sendable {
 
     /// The device `query` names (a name, a prefix, an id, an address), as `route cast --to` finds it; waits up to
     /// `timeout` seconds for it to be found.
-    /// - Throws: `RouteServiceError` (`NoDevice` when nothing or several match, `Unreachable`).
+    /// - Throws: `RouteError` (`unknownDevice`, `ambiguousDevice`, `deviceUnreachable`), or `RouteServiceError`.
     public func device(matching query: String, timeout: Double = 3) async throws -> MediaDevice {
         let reply = try await manager("FindDevice", [.string(query), .double(timeout)], timeout: .seconds(Int(timeout) + 25))
         guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the service sent no device") }
@@ -168,7 +168,8 @@ public final class RouteServiceClient: Sendable {
 
     /// Casts `files` as a queue to the device `device` names (its id, or any query `device(matching:)` takes) and
     /// returns the session once the service has checked the files and found the device (before the device plays).
-    /// - Throws: `RouteServiceError` (`BadInput` for a file, `NoDevice`, `Unreachable`, `Failed`).
+    /// - Throws: `RouteError` of the failure's kind (`badInput` for a file, `unknownDevice`, `deviceUnreachable`, …), or
+    ///   `RouteServiceError` (`Failed`, the bus's own errors).
     public func cast(_ files: [File], to device: String, options: CastOptions = CastOptions()) async throws -> RemoteSession {
         let directory = FileManager.default.currentDirectoryPath
         let paths = files.compactMap { file -> String? in
@@ -358,7 +359,7 @@ public final class RouteServiceClient: Sendable {
     /// only or active one, as `move(to:from:)` finds it. The session moves to the device the person chooses, in the
     /// window, which says so and closes; returns that device, or nil when they closed the picker before choosing one
     /// (nothing moved; a window closed while the move is under way answers once it has).
-    /// - Throws: `RouteServiceError` (`NoDevice` when nothing plays; as `pickDevice(media:)` otherwise).
+    /// - Throws: `RouteError` (`notCasting` when nothing plays), or as `pickDevice(media:)` otherwise.
     public func pickDeviceToMove(from: String? = nil, parentWindow: String = "") async throws -> MediaDevice? {
         try await pick(["moveFrom": .string(from ?? "")], parentWindow: parentWindow)
     }
@@ -528,7 +529,7 @@ public final class RouteServiceClient: Sendable {
         do {
             return try await bus.call(destination, path: path, interface: interface, method: method, arguments, timeout: timeout)
         } catch let error as DBusError {
-            throw RouteServiceError(error)
+            throw RouteServiceError.received(error)
         }
     }
 
@@ -559,16 +560,17 @@ public final class RemoteSession: Sendable {
         public var reason: String
         public var error: String
         public var message: String
-        /// The failure as an error (the service stopping under the session is one); nil when the session did not fail.
-        public var failure: RouteServiceError? {
+        /// The failure as an error (a `RouteError` of the kind its name says, or `RouteServiceError`; the service
+        /// stopping under the session is one); nil when the session did not fail.
+        public var failure: (any Error)? {
             switch reason {
-            case "failed": return RouteServiceError(name: error, message)
+            case "failed": return RouteServiceAPI.error(name: error, message)
             case "service-stopped": return RouteServiceError(name: RouteServiceAPI.ErrorName.failed, message)
             default: return nil
             }
         }
         /// The error of the first file the queue skipped, when it finished or was stopped after skipping one.
-        public var skipped: RouteServiceError? { failure == nil && !error.isEmpty ? RouteServiceError(name: error, message) : nil }
+        public var skipped: (any Error)? { failure == nil && !error.isEmpty ? RouteServiceAPI.error(name: error, message) : nil }
     }
 
     /// What a session's stream of events carries: a status, a notice (what the session did on its own, in words: a
@@ -679,7 +681,7 @@ public final class RemoteSession: Sendable {
         do {
             return try await bus.call(RouteServiceAPI.busName, path: path, interface: interface, method: method, arguments, timeout: timeout)
         } catch let error as DBusError {
-            throw RouteServiceError(error)
+            throw RouteServiceError.received(error)
         }
     }
 }

@@ -24,19 +24,61 @@ public enum RouteServiceAPI {
     /// The version of the interfaces (the manager's `Version` property); a change that breaks a client makes `Route2`.
     public static let version: UInt32 = 1
 
-    /// The D-Bus error names the service answers with, besides org.freedesktop.DBus.Error.InvalidArgs for a call that
-    /// is malformed. New names may be added; a client treats one it does not know as `failed`.
+    /// The D-Bus error names the service answers with, besides org.freedesktop.DBus.Error.* (InvalidArgs for a call
+    /// that is malformed, AccessDenied, LimitsExceeded). Every `RouteError.Code` is a name too (`errorName(for:)`); a
+    /// client treats a name it does not know as `failed`.
     public enum ErrorName {
-        /// No device matches the name, several do, or nothing plays there (exit code 4).
+        /// No device matches the name (`RouteError.Code.unknownDevice`; exit code 4).
         public static let noDevice = "io.github.route.Route1.Error.NoDevice"
-        /// The device cannot be reached (exit code 5).
+        /// The device cannot be reached (`RouteError.Code.deviceUnreachable`; exit code 5).
         public static let unreachable = "io.github.route.Route1.Error.Unreachable"
-        /// A file is missing, unreadable, empty, not a regular file, or not media (exit code 3).
+        /// A file is missing, unreadable, empty, not a regular file, or not media (`RouteError.Code.badInput`; exit code 3).
         public static let badInput = "io.github.route.Route1.Error.BadInput"
         /// The session has ended (or never was).
         public static let unknownSession = "io.github.route.Route1.Error.UnknownSession"
-        /// The device refused, playback failed, or anything else (exit code 1).
+        /// A failure of no particular kind (exit code 1).
         public static let failed = "io.github.route.Route1.Error.Failed"
+    }
+
+    /// Where every error name of route's own is: `io.github.route.Route1.Error.<Code>`.
+    static let errorPrefix = "io.github.route.Route1.Error."
+
+    /// The codes that keep the names of the API's first release (apps may match them); every other code is its own
+    /// name.
+    private static let firstNames: [RouteError.Code: String] = [
+        .unknownDevice: ErrorName.noDevice, .deviceUnreachable: ErrorName.unreachable, .badInput: ErrorName.badInput,
+    ]
+
+    /// The D-Bus error name of an error's kind: `io.github.route.Route1.Error.<Code>` (NoDevice, Unreachable and
+    /// BadInput for the three codes that had those names first); `ErrorName.failed` for an error of no kind.
+    public static func errorName(for code: RouteError.Code?) -> String {
+        guard let code else { return ErrorName.failed }
+        return firstNames[code] ?? errorPrefix + code.rawValue
+    }
+
+    /// The kind a D-Bus error name says: the code it was made from; nil for `Failed`, `UnknownSession` and names
+    /// that are not route's.
+    public static func errorCode(forName name: String) -> RouteError.Code? {
+        if let code = firstNames.first(where: { $0.value == name })?.key { return code }
+        guard name.hasPrefix(errorPrefix), name != ErrorName.failed, name != ErrorName.unknownSession else { return nil }
+        let rest = name.dropFirst(errorPrefix.count)
+        guard !rest.isEmpty, rest.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
+        return RouteError.Code(rawValue: String(rest))
+    }
+
+    /// An error as the service sends it: the name of its kind and its words.
+    public static func dbusError(_ error: any Error) -> DBusError {
+        if let error = error as? DBusError { return error }
+        if let error = error as? RouteServiceError { return DBusError(name: error.name, error.message) }
+        let code = (error as? any RouteErrorCoded)?.routeErrorCode
+        return DBusError(name: errorName(for: code), "\(error)")
+    }
+
+    /// An error as a client receives it: the same `RouteError` (its kind and words) for a name of route's vocabulary,
+    /// else a `RouteServiceError` (Failed, UnknownSession, the bus's own errors).
+    public static func error(name: String, _ message: String) -> any Error {
+        guard let code = errorCode(forName: name) else { return RouteServiceError(name: name, message) }
+        return RouteError(code, message)
     }
 }
 
@@ -51,6 +93,11 @@ public struct RouteServiceError: Error, CustomStringConvertible, Sendable {
     public init(name: String, _ message: String) {
         self.name = name
         self.message = message
+    }
+
+    /// What a call's D-Bus error stands for: a `RouteError` for a name of route's vocabulary, else this type.
+    static func received(_ error: DBusError) -> any Error {
+        RouteServiceAPI.errorCode(forName: error.name) == nil ? RouteServiceError(error) : RouteServiceAPI.error(name: error.name, error.message)
     }
 
     /// A D-Bus error as the service's error (a missing or dead service is said in words).

@@ -30,6 +30,9 @@ public struct RouteError: Error, Equatable, CustomStringConvertible, Sendable {
         public static let playbackFailed = Code(rawValue: "PlaybackFailed")
         /// The device refused the media as it was sent (a Cast LOAD_FAILED): a converted stream may play.
         public static let mediaRefused = Code(rawValue: "MediaRefused")
+        /// What was given to play cannot be played as given: a file that is missing, unreadable, empty, a directory,
+        /// a pipe or socket, or not media.
+        public static let badInput = Code(rawValue: "BadInput")
     }
 
     /// What kind of problem it is.
@@ -113,4 +116,15 @@ public struct RouteError: Error, Equatable, CustomStringConvertible, Sendable {
     public static func mediaRefused(device: String, reason: String) -> RouteError {
         RouteError(.mediaRefused, "\(device) cannot play it as sent: \(reason)", device: device, reason: reason)
     }
+}
+
+/// An error that says its kind in route's one vocabulary, `RouteError.Code`: the service's D-Bus error name and the
+/// CLI's exit code are derived from it.
+public protocol RouteErrorCoded: Error {
+    /// The error's kind; nil for a failure of no particular kind.
+    var routeErrorCode: RouteError.Code? { get }
+}
+
+extension RouteError: RouteErrorCoded {
+    public var routeErrorCode: Code? { code }
 }

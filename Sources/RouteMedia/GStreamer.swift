@@ -4,6 +4,7 @@ import CGStreamer
 import RouteGIO
 import RouteGLib
 import CRouteShim
+import RouteCore
 import Foundation
 
 /// Process-wide GStreamer set-up and small typed helpers over the C API.
@@ -143,5 +144,16 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
         guard access(resolved, R_OK) == 0 else { throw .unreadable(path) }
         if info.st_size == 0 { throw .emptyFile(path) }
         return (resolved, UInt64(info.st_size))
+    }
+}
+
+extension MediaError: RouteErrorCoded {
+    /// A file or source route cannot use is bad input; GStreamer, the media server or a device failing to play it is
+    /// a failure of no particular kind.
+    public var routeErrorCode: RouteError.Code? {
+        switch self {
+        case .pipeline, .server, .unplayable: return nil
+        default: return .badInput
+        }
     }
 }

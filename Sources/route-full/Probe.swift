@@ -71,13 +71,3 @@ struct ProbeReport: Encodable {
         }
     }
 }
-
-extension MediaError: ExitCoded {
-    /// A file route cannot use is bad input; GStreamer, the media server or a device failing to play it is a failure.
-    package var exitCode: ExitCode {
-        switch self {
-        case .pipeline, .server, .unplayable: return .failure
-        default: return .badInput
-        }
-    }
-}

@@ -460,18 +460,11 @@ private struct ManagerObject: DBusObjectHandler {
     }
 }
 
-/// Errors as the service answers them: a D-Bus error name for each kind of exit code route has, and route's words.
+/// Errors as the service answers them: the name of the error's kind (RouteServiceAPI's one vocabulary) and route's
+/// words; a malformed option is InvalidArgs.
 enum ServiceErrors {
     static func dbus(_ error: any Error) -> DBusError {
-        if let error = error as? DBusError { return error }
-        let name: String
-        switch ExitCode(for: error) {
-        case .noDevice: name = RouteServiceAPI.ErrorName.noDevice
-        case .unreachable: name = RouteServiceAPI.ErrorName.unreachable
-        case .badInput: name = RouteServiceAPI.ErrorName.badInput
-        case .usage: name = "org.freedesktop.DBus.Error.InvalidArgs"
-        default: name = RouteServiceAPI.ErrorName.failed
-        }
-        return DBusError(name: name, "\(error)")
+        if error is UsageError { return DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(error)") }
+        return RouteServiceAPI.dbusError(error)
     }
 }

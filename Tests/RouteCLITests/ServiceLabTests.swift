@@ -82,6 +82,9 @@ extension LabTests {
                     #expect(relative.text.contains("is neither an absolute path nor an http(s) URL"), "\(relative)")
                     let nobody = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Nobody", "['\(wav)']", "@ah []", "{}"])
                     #expect(nobody.text.contains("io.github.route.Route1.Error.NoDevice") && nobody.text.contains("no device matches \"Nobody\""), "\(nobody)")
+                    // Each kind of error has its own name (NotCasting was NoDevice in the API's first release).
+                    let notThere = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Move", ["This computer", "Nobody"])
+                    #expect(notThere.text.contains("io.github.route.Route1.Error.NotCasting") && notThere.text.contains("plays on \"Nobody\""), "\(notThere)")
                     let option = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['\(wav)']", "@ah []", "{'loud': <true>}"])
                     #expect(option.text.contains("there is no such option"), "\(option)")
                     // Descriptors that are no file: a pipe, a directory, a socket (python3-gi sends them, as an app would).
