@@ -452,16 +452,43 @@ private final class IdleClient: @unchecked Sendable {
 @Suite struct LiveAudioTests {
     /// Fetches `url` from `server` for `seconds` with curl (an endless body: curl gives up at its --max-time), running
     /// `during` once the server has had curl's request (what is pushed before a device connects is not for it).
-    private func listen(_ url: String, on server: MediaServer, seconds: Double,
-                        during: @escaping @Sendable () async -> Void) async throws -> Fetched {
-        async let fetched = curl(url, ["--max-time", String(seconds)])
-        let deadline = ContinuousClock.now + .seconds(5)
+    /// Fetches a live stream with curl while `during` runs (from when the request reached the server), until `bytes`
+    /// of body have come (or 10 s); curl ends with the call. A loaded machine delays the request and the stream, never
+    /// what it must carry. `elapsed`: from the request's arrival to the end.
+    private func listen(_ url: String, on server: MediaServer, bytes: Int,
+                        during: @escaping @Sendable () async -> Void) async throws -> (fetched: Fetched, elapsed: Duration) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-listen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let headerFile = directory.appendingPathComponent("headers").path, bodyFile = directory.appendingPathComponent("body").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "--max-time", "20", "-D", headerFile, "-o", bodyFile, url]
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            waitForExit(process, seconds: 5)
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
         while (server.access(to: url)?.requests ?? 0) == 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
-        #expect((server.access(to: url)?.requests ?? 0) > 0, "curl did not connect within 5 s")
+        #expect((server.access(to: url)?.requests ?? 0) > 0, "curl did not connect within 10 s")
+        let arrived = ContinuousClock.now
         await during()
-        return try await fetched
+        func received() -> Int { ((try? FileManager.default.attributesOfItem(atPath: bodyFile))?[.size] as? Int) ?? 0 }
+        while received() < bytes, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let elapsed = ContinuousClock.now - arrived
+        let lines = ((try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? "").components(separatedBy: "\r\n")
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let status = lines.first?.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? -1
+        return (Fetched(status: status, headers: headers, body: (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))) ?? Data()), elapsed)
     }
 
     /// Pushes 20 ms of frames whose left sample is 0x0102 and right 0x0304, every 20 ms, `count` times.
@@ -479,7 +506,7 @@ private final class IdleClient: @unchecked Sendable {
         defer { server.close() }
         let url = server.offer(live: audio, as: .wav, for: .anyone)
         #expect(url.hasSuffix("/desktop-audio.wav"))
-        let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        let (fetched, _) = try await listen(url, on: server, bytes: 44 + 4 * 882 * 10 + 4) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.status == 200)
         #expect(fetched.headers["content-type"] == "audio/wav")
         #expect(fetched.headers["transfer-encoding"] == "chunked" && fetched.headers["content-length"] == nil)
@@ -497,7 +524,7 @@ private final class IdleClient: @unchecked Sendable {
         let server = try MediaServer()
         defer { server.close() }
         let url = server.offer(live: audio, as: .l16, for: .anyone)
-        let fetched = try await listen(url, on: server, seconds: 1.5) { await Self.pushPattern(audio, count: 20) }
+        let (fetched, _) = try await listen(url, on: server, bytes: 4 * 882 * 10) { await Self.pushPattern(audio, count: 20) }
         #expect(fetched.headers["content-type"] == "audio/L16;rate=44100;channels=2")
         #expect(fetched.headers["contentfeatures.dlna.org"]?.hasPrefix("DLNA.ORG_PN=LPCM;DLNA.ORG_OP=00;") == true)
         let body = [UInt8](fetched.body)
@@ -513,10 +540,12 @@ private final class IdleClient: @unchecked Sendable {
         let filling = Task { await audio.run() }
         defer { filling.cancel() }
         #expect(audio.quietFor == nil)
-        // Nothing is pushed for 1.2 s: the device still gets about that much sound, all of it silence.
-        let fetched = try await listen(url, on: server, seconds: 1.5) { try? await Task.sleep(for: .milliseconds(1200)) }
+        // Nothing is pushed: the device still gets sound, all of it silence, at the pace it plays (never ahead of it).
+        let (fetched, elapsed) = try await listen(url, on: server, bytes: audio.bytesPerSecond / 2) {}
         let body = [UInt8](fetched.body)
-        #expect(body.count > audio.bytesPerSecond / 2 && body.count < audio.bytesPerSecond * 2, "\(body.count) bytes in 1.2 s")
+        let seconds = elapsed / .seconds(1)
+        #expect(body.count >= audio.bytesPerSecond / 2, "\(body.count) bytes of silence in \(seconds) s")
+        #expect(Double(body.count) < Double(audio.bytesPerSecond) * (seconds + 1), "\(body.count) bytes in \(seconds) s: ahead of real time")
         #expect(body.allSatisfy { $0 == 0 })
         // Sound ends a wait for sound (pushed until it has: the waiter may not have
         // registered yet).
