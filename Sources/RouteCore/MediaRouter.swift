@@ -144,23 +144,39 @@ public actor MediaRouter {
         return routes.indices.filter { root($0) == $0 }.map { MediaDevice(routes: members[$0].map { routes[$0] }) }
     }
 
-    /// Waits until a device named exactly by `query` (its id, name or address) is known, or `timeout`
-    /// seconds pass; then picks by unique prefix or close spelling among all found (a prefix cannot be
-    /// known to be unique before discovery has had its time). Discovery must be running.
+    /// How long discovery listens before a name that only begins a device's name (or is spelled close to it) is
+    /// taken for that device: time for a network's devices to answer a search (SSDP's MX is 1 to 3 s; mDNS answers
+    /// within a second). A service that has listened longer answers such a name at once.
+    public static let hearingTime: Duration = .seconds(3)
+
+    /// Waits until a device named exactly by `query` (its id, name or address) is known, or a device is the only one
+    /// `query` begins (or spells closely) once discovery has listened for `hearing`, or `timeout` seconds pass; then
+    /// picks by unique prefix or close spelling among all found (a prefix cannot be known to be unique before
+    /// discovery has had its time). Discovery must be running.
     /// - Throws: `RouteError.unknownDevice` or `.ambiguousDevice`, listing the devices found.
-    public func waitForDevice(matching query: String, timeout: Double) async throws -> MediaDevice {
+    public func waitForDevice(matching query: String, timeout: Double, hearing: Duration = MediaRouter.hearingTime) async throws -> MediaDevice {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         let updates = deviceUpdates()
+        let table = self.table
+        /// The one device `list` has for `query`: named exactly, or only by prefix or spelling once discovery has listened.
+        @Sendable func unique(in list: [MediaDevice]) -> MediaDevice? {
+            guard let (match, hits) = DeviceMatcher.candidates(for: query, in: list), hits.count == 1 else { return nil }
+            return match <= .exactName || (table.listened() ?? .zero) >= hearing ? hits[0] : nil
+        }
         let found: MediaDevice? = await withTaskGroup(of: MediaDevice?.self) { group in
             group.addTask {
                 for await list in updates {
-                    if let (match, hits) = DeviceMatcher.candidates(for: query, in: list), match <= .exactName, hits.count == 1 {
-                        return hits[0]
-                    }
+                    if let hit = unique(in: list) { return hit }
                 }
                 return nil
             }
             group.addTask {
+                // Discovery may fall quiet before it has listened long enough: the list is asked again then.
+                let listened = table.listened() ?? .zero
+                if listened < hearing, ContinuousClock.now + (hearing - listened) < deadline {
+                    try? await Task.sleep(for: hearing - listened)
+                    if !Task.isCancelled, let hit = unique(in: table.devices.latest ?? []) { return hit }
+                }
                 try? await Task.sleep(until: deadline)
                 return nil
             }
@@ -252,6 +268,8 @@ final class RouteTable: Sendable {
         var generations: [String: Int] = [:]
         /// When each listed route (by id) was first published.
         var firstSeen: [String: ContinuousClock.Instant] = [:]
+        /// When the first provider started: discovery listens from then on.
+        var listeningSince: ContinuousClock.Instant?
     }
     let order: [String]
     private let state = Mutex(State())
@@ -275,6 +293,7 @@ final class RouteTable: Sendable {
     /// A provider (re)starts: its routes so far are dropped; returns the generation its publishes carry.
     func start(_ name: String, restarts: Int) -> Int {
         update { state in
+            if state.listeningSince == nil { state.listeningSince = .now }
             state.generations[name, default: 0] += 1
             state.routes[name] = []
             var status = state.statuses[name] ?? ProviderStatus(name: name, state: .starting)
@@ -307,6 +326,11 @@ final class RouteTable: Sendable {
             state.statuses[name]?.routes = 0
             if let error { state.statuses[name]?.lastError = error }
         }
+    }
+
+    /// How long discovery has listened (since the first provider started); nil before it has started.
+    func listened() -> Duration? {
+        state.withLock { state in state.listeningSince.map { ContinuousClock.now - $0 } }
     }
 
     /// How long the earliest listed of these routes has been listed; nil when none is.

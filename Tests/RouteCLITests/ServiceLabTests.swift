@@ -85,6 +85,9 @@ extension LabTests {
                     // Each kind of error has its own name (NotCasting was NoDevice in the API's first release).
                     let notThere = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Move", ["This computer", "Nobody"])
                     #expect(notThere.text.contains("io.github.route.Route1.Error.NotCasting") && notThere.text.contains("plays on \"Nobody\""), "\(notThere)")
+                    // A prefix only one device's name begins: that device at once, for a service that has listened (not after 60 s).
+                    let prefix = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.FindDevice", ["Lab Ren", "60.0"])
+                    #expect(prefix.status == 0 && prefix.text.contains("'Lab Renderer'"), "\(prefix)")
                     let option = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['\(wav)']", "@ah []", "{'loud': <true>}"])
                     #expect(option.text.contains("there is no such option"), "\(option)")
                     // Descriptors that are no file: a pipe, a directory, a socket (python3-gi sends them, as an app would).

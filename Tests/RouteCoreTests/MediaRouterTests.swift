@@ -196,6 +196,19 @@ extension MediaRoute {
         #expect(try await router.waitForDevice(matching: "garden s", timeout: 0.5).id == "cast:cast-garden")
     }
 
+    @Test func aPrefixIsAnsweredOnceDiscoveryHasListenedNotAfterTheWholeTimeout() async throws {
+        // One device, heard at once, and nothing after: "garden" names it once discovery has listened (0.3 s here),
+        // long before the 60 s the caller would wait; a router that has listened that long answers at once.
+        let router = MediaRouter(providers: [FixedProvider(name: "cast", script: [(0, [speaker])])])
+        let discovery = Task { await router.run() }
+        defer { discovery.cancel() }
+        let answered = Task { try? await router.waitForDevice(matching: "garden", timeout: 60, hearing: .milliseconds(300)) }
+        #expect(await finishes(answered, within: 30), "a unique prefix waited out the caller's timeout")
+        answered.cancel()
+        #expect(await answered.value?.id == "cast:cast-garden")
+        #expect(try await router.waitForDevice(matching: "gard", timeout: 60, hearing: .milliseconds(300)).id == "cast:cast-garden")
+    }
+
     @Test func waitForDeviceThrowsUnknownDeviceAfterTheTimeout() async {
         let router = MediaRouter(providers: [FixedProvider(name: "upnp", script: [(0, [tv])])])
         let discovery = Task { await router.run() }
