@@ -1,5 +1,6 @@
-// DeviceLookup: the device a person names — by address (asked directly), "This computer", or by name once discovery
-// has found it and its other routes have had a moment to arrive — as `route cast --to` and the service find it.
+// DeviceLookup: the device a person names — by address (a listed device's, else asked directly), "This computer", or
+// by name once discovery has found it and its other routes have had a moment to arrive — as `route cast --to` and the
+// service find it.
 
 import Foundation
 import RouteCore
@@ -7,10 +8,17 @@ import RouteMedia
 
 /// Finds the device a query names among a router's devices.
 public enum DeviceLookup {
-    /// The device `query` names through a router whose discovery runs: by address (asked directly), This computer, or
-    /// by name, waiting up to `timeout` seconds for it to be found and then for its other routes (`settled`).
+    /// The device `query` names through a router whose discovery runs: by address (a listed device's, else asked
+    /// directly), This computer, or by name, waiting up to `timeout` seconds for it to be found and then for its other
+    /// routes (`settled`).
     public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
-        if looksLikeAddress(query) { return try await router.device(at: query) }
+        if looksLikeAddress(query) {
+            // The address of a listed device's route is that device, with its id and all its routes; asked directly,
+            // it would be a device of its own, named after the address, that no list has.
+            let listed = router.devices.filter { DeviceMatcher.matchesAddress(query, of: $0) }
+            if listed.count == 1 { return await settled(listed[0], router: router, providers: providers) }
+            return try await router.device(at: query)
+        }
         let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
         if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
         let found: MediaDevice

@@ -307,6 +307,9 @@ extension LabTests {
                         try await Task.sleep(for: .milliseconds(200))
                     }
                     #expect(wanted.allSatisfy { listed.contains($0) }, "the service lists the four devices: \(listed)")
+                    // The address of a listed device's route finds that device, not one of its own named after the address.
+                    let byAddress = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.FindDevice", ["10.77.0.2:8009", "3.0"])
+                    #expect(byAddress.text.contains("'Lab Cast'") && !byAddress.text.contains("Cast receiver at"), "\(byAddress)")
                     let targets: [(name: String, plays: () throws -> Bool)] = [
                         (Lab.rendererName, { try Lab.transportState() == "PLAYING" }),
                         (Lab.rygelName, { try Lab.transportState(at: rygel) == "PLAYING" }),
