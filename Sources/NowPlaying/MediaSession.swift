@@ -177,14 +177,20 @@ enum ArtworkCache {
     /// The `file://` URL of the artwork's picture, written once.
     static func file(for artwork: Artwork) async throws -> String? {
         guard let image = try await artwork.image(for: size) else { return nil }
-        let environment = ProcessInfo.processInfo.environment
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.cache")
-        let directory = cache + "/route/artwork"
+        let directory = directory(in: ProcessInfo.processInfo.environment)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let ext = image.mimeType.contains("png") ? "png" : image.mimeType.contains("gif") ? "gif" : "jpg"
         // Named by a hash of the whole id: two ids do not share a file.
         let path = "\(directory)/\(StableName.of(artwork.id)).\(ext)"
         if !FileManager.default.fileExists(atPath: path) { try image.data.write(to: URL(fileURLWithPath: path), options: .atomic) }
         return URL(fileURLWithPath: path).absoluteString
+    }
+
+    /// Where the pictures go: `$XDG_CACHE_HOME/route/artwork`, else under `$HOME/.cache` (the XDG base directory rules:
+    /// a relative XDG_CACHE_HOME is ignored), else the account's home from the password database.
+    static func directory(in environment: [String: String]) -> String {
+        let absolute = { (name: String) in environment[name].flatMap { $0.hasPrefix("/") ? $0 : nil } }
+        let cache = absolute("XDG_CACHE_HOME") ?? ((absolute("HOME") ?? NSHomeDirectory()) + "/.cache")
+        return cache + "/route/artwork"
     }
 }

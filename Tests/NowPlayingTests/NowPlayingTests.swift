@@ -154,3 +154,14 @@ import Testing
         #expect(calls.withLock { $0 } == 1)
     }
 }
+
+@Suite struct ArtworkCacheTests {
+    @Test func picturesGoUnderTheCacheTheEnvironmentNames() {
+        #expect(ArtworkCache.directory(in: ["XDG_CACHE_HOME": "/x/cache", "HOME": "/home/a"]) == "/x/cache/route/artwork")
+        // Unset, empty or relative: $HOME's .cache, as the XDG base directory rules say.
+        #expect(ArtworkCache.directory(in: ["HOME": "/home/a"]) == "/home/a/.cache/route/artwork")
+        #expect(ArtworkCache.directory(in: ["XDG_CACHE_HOME": "", "HOME": "/home/a"]) == "/home/a/.cache/route/artwork")
+        #expect(ArtworkCache.directory(in: ["XDG_CACHE_HOME": "cache", "HOME": "/home/a"]) == "/home/a/.cache/route/artwork")
+        #expect(ArtworkCache.directory(in: [:]).hasSuffix("/.cache/route/artwork"))
+    }
+}
