@@ -270,6 +270,8 @@ final class RouteTable: Sendable {
         var firstSeen: [String: ContinuousClock.Instant] = [:]
         /// When the first provider started: discovery listens from then on.
         var listeningSince: ContinuousClock.Instant?
+        /// The id of the device each listed route (by id) belongs to, and since when that id has been listed.
+        var identities: [String: (id: String, since: ContinuousClock.Instant)] = [:]
     }
     let order: [String]
     private let state = Mutex(State())
@@ -328,6 +330,31 @@ final class RouteTable: Sendable {
         }
     }
 
+    /// `devices` with the ids they have had: a device keeps the id it was first listed with for as long as any of its
+    /// routes stays listed, whichever route is preferred now (a Cast route that joins a renderer's device, or the
+    /// first route leaving, changes no id). A device new to the list is named after its preferred route; two devices
+    /// never share an id (a device split in two keeps its id in one part).
+    static func identified(_ devices: [MediaDevice],
+                           _ identities: inout [String: (id: String, since: ContinuousClock.Instant)]) -> [MediaDevice] {
+        let now = ContinuousClock.now
+        var used = Set<String>()
+        var next: [String: (id: String, since: ContinuousClock.Instant)] = [:]
+        let known = identities
+        let result = devices.map { device -> MediaDevice in
+            var device = device
+            let had = device.routes.compactMap { known[$0.id] }.sorted { $0.since < $1.since }
+            guard let identity = (had + device.routes.map { (id: $0.id, since: now) }).first(where: { !used.contains($0.id) }) else {
+                return device
+            }
+            device.id = identity.id
+            used.insert(identity.id)
+            for route in device.routes { next[route.id] = identity }
+            return device
+        }
+        identities = next
+        return result
+    }
+
     /// How long discovery has listened (since the first provider started); nil before it has started.
     func listened() -> Duration? {
         state.withLock { state in state.listeningSince.map { ContinuousClock.now - $0 } }
@@ -345,7 +372,7 @@ final class RouteTable: Sendable {
             let result = change(&state)
             let listed = Set(state.routes.values.joined().map(\.id))
             state.firstSeen = state.firstSeen.filter { listed.contains($0.key) }
-            let merged = MediaRouter.merge(order.map { state.routes[$0] ?? [] })
+            let merged = Self.identified(MediaRouter.merge(order.map { state.routes[$0] ?? [] }), &state.identities)
             if merged != devices.latest { devices.send(merged) }
             let list = order.compactMap { state.statuses[$0] }
             if list != statuses.latest { statuses.send(list) }

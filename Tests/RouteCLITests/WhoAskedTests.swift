@@ -83,8 +83,13 @@ import Testing
             #expect(queue.notices.contains { $0.hasPrefix("stopped reading sources: the queue holds 500 items") }, "\(queue.notices)")
             options.limits.entries = 10_000
             options.limits.time = .milliseconds(1)
-            let timed = try await CastSources.expand([folder + "/p0.m3u"], options: options)
-            #expect(timed.notices.contains { $0.contains("stopped reading sources: reading took") }, "\(timed.notices.suffix(2))")
+            // Some entries read by then (on a loaded machine, none: then nothing is left to play, which says why).
+            do {
+                let timed = try await CastSources.expand([folder + "/p0.m3u"], options: options)
+                #expect(timed.notices.contains { $0.contains("stopped reading sources: reading took") }, "\(timed.notices.suffix(2))")
+            } catch {
+                #expect("\(error)".contains("nothing to play (stopped reading sources: reading took"), "\(error)")
+            }
         }
     }
 

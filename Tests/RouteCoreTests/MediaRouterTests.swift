@@ -2,7 +2,7 @@
 // address lookup, driven by FixedProvider (a scripted in-test provider; the router is pure logic).
 
 import Foundation
-import RouteCore
+@testable import RouteCore
 import RouteTestSupport
 import Synchronization
 import Testing
@@ -36,6 +36,26 @@ struct FixedProvider: RouteProvider {
 }
 
 @Suite struct MediaRouterMergeTests {
+    @Test func aDeviceKeepsItsIdWhenAPreferredRouteJoinsAndWhenItsFirstRouteLeaves() {
+        // Providers in order of preference: Cast, then UPnP. The renderer is heard first.
+        let tv = route("Kitchen TV", id: "uuid:tv", provider: "upnp", dedup: ["mac:aa:aa:aa:aa:aa:07"])
+        let tvCast = route("Kitchen TV (Cast)", id: "cast-tv", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:07"])
+        var identities: [String: (id: String, since: ContinuousClock.Instant)] = [:]
+        func list(_ cast: [MediaRoute], _ upnp: [MediaRoute]) -> [MediaDevice] {
+            RouteTable.identified(MediaRouter.merge([cast, upnp]), &identities)
+        }
+        #expect(list([], [tv]).map(\.id) == ["upnp:uuid:tv"])
+        let joined = list([tvCast], [tv])
+        #expect(joined.map(\.id) == ["upnp:uuid:tv"] && joined.first?.primary.provider == "cast", "the Cast route joined: \(joined)")
+        #expect(list([tvCast], []).map(\.id) == ["upnp:uuid:tv"], "the renderer's route left, the Cast route stays")
+        // Gone altogether, then back: a new life, named after its preferred route.
+        #expect(list([], []).isEmpty)
+        #expect(list([tvCast], [tv]).map(\.id) == ["cast:cast-tv"])
+        // Split in two (its routes no longer share an identity): one part keeps the id, the other has its own.
+        let apart = route("Kitchen TV", id: "uuid:tv", provider: "upnp", dedup: [])
+        #expect(list([tvCast], [apart]).map(\.id).sorted() == ["cast:cast-tv", "upnp:uuid:tv"])
+    }
+
     @Test func routesOfTwoProvidersSharingAnIdentityAreOneDeviceWithTwoRoutes() {
         let dlna = route("Living Room", id: "uuid:living", provider: "upnp", dedup: ["mac:aa:aa:aa:aa:aa:01"])
         let cast = route("Living Room TV", id: "0123abcd", provider: "cast", dedup: ["mac:aa:aa:aa:aa:aa:01"])
@@ -115,13 +135,15 @@ extension MediaRoute {
         ])
         let updates = router.deviceUpdates()
         let discovery = Task { await router.run() }
+        // (By route: a device's id is the one it was first listed with, and either provider may be heard first.)
+        @Sendable func reaching(_ id: String) -> @Sendable (MediaDevice) -> Bool { { $0.routes.contains { $0.id == id } } }
         let both = await firstValue(in: updates, within: 5) { list in
-            list.contains { $0.id == "cast:cast-garden" } && list.contains { $0.id == "upnp:uuid:tv" }
+            list.contains(where: reaching("cast:cast-garden")) && list.contains(where: reaching("upnp:uuid:tv"))
         }
         #expect(both != nil, "the router never listed both providers' devices")
         // The TV seen again through Cast is one device, named by its UPnP route, with both routes.
         let merged = await firstValue(in: router.deviceUpdates(), within: 5) { list in
-            list.first { $0.id == "upnp:uuid:tv" }?.routes.count == 2
+            list.first(where: reaching("upnp:uuid:tv"))?.routes.count == 2
         }
         #expect(merged?.map(\.name) == ["Kitchen TV", "Garden Speaker"])
         #expect(router.devices.count == 2)
