@@ -70,11 +70,30 @@ public enum CastPublication {
         do { try await publication.run() } catch { onUnavailable("\(error)") }
     }
 
+    /// Cover art found beside the file (a folder's cover.jpg), read when the desktop shows it; a page's thumbnail, as
+    /// the URL the desktop fetches itself (route fetches nothing a page names).
+    static func artwork(from source: ArtworkSource) -> Artwork? {
+        switch source {
+        case .web(let url): return Artwork(webURL: url)
+        case .besideFile(let path):
+            return Artwork(id: "file:" + path) { _ in
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? handle.close() }
+                guard let data = try handle.read(upToCount: maxPictureBytes), data.count < maxPictureBytes else { return nil }
+                let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+                return ArtworkImage(data: data, mimeType: ext == "png" ? "image/png" : ext == "gif" ? "image/gif" : "image/jpeg")
+            }
+        }
+    }
+
+    /// The largest picture beside a file that the desktop is given (a cover is rarely a megabyte).
+    static let maxPictureBytes = 16 << 20
+
     /// What the desktop shows of queue item `index`: a song or a video, with its tags and cover art.
     private static func content(of info: MediaInfo?, title: String, index: Int) -> any MediaContent {
         let identifier = "\(index):\(info?.path ?? title)"
         let duration: MediaDuration = info?.isLive == true ? .live : info?.duration.map { .finite($0) } ?? .continuous
-        let artwork = info?.coverArt.map { Artwork(ArtworkImage(data: $0.data, mimeType: $0.mimeType)) }
+        let artwork = info?.coverArt.map { Artwork(ArtworkImage(data: $0.data, mimeType: $0.mimeType)) } ?? info?.artwork.flatMap(artwork(from:))
         if info?.kind.contains(.video) == true {
             return MovieContent(title: info?.displayTitle ?? title, subtitle: info?.artist, duration: duration, artwork: artwork,
                                 identifier: identifier)

@@ -48,10 +48,12 @@ public struct ArtworkImage: Sendable, Hashable {
     }
 }
 
-/// Cover art, loaded lazily for the size a display asks for.
+/// Cover art, loaded lazily for the size a display asks for, or a picture on the web the desktop fetches itself.
 public struct Artwork: Sendable {
     /// Names the picture: the same id is not loaded twice.
     public var id: String
+    /// An http(s) URL the desktop is given as it is (nothing is loaded here).
+    public private(set) var url: String?
     private let load: @Sendable (ArtworkSize) async throws -> ArtworkImage?
 
     /// Artwork `id`, produced by `load` when it is first shown.
@@ -63,6 +65,13 @@ public struct Artwork: Sendable {
     /// Artwork of bytes already at hand.
     public init(_ image: ArtworkImage) {
         self.init(id: StableName.of(image.data)) { _ in image }
+    }
+
+    /// A picture at an http(s) URL, which the desktop fetches itself (as a device does); nil for any other URL.
+    public init?(webURL: String) {
+        guard let scheme = URL(string: webURL)?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return nil }
+        self.init(id: webURL) { _ in nil }
+        url = webURL
     }
 
     /// The picture for `size` (nil when there is none).

@@ -174,8 +174,9 @@ public enum MediaSessions {
 enum ArtworkCache {
     static let size = ArtworkSize(width: 512, height: 512)
 
-    /// The `file://` URL of the artwork's picture, written once.
+    /// The `file://` URL of the artwork's picture, written once (a picture on the web: its URL).
     static func file(for artwork: Artwork) async throws -> String? {
+        if let url = artwork.url { return url }
         guard let image = try await artwork.image(for: size) else { return nil }
         let directory = directory(in: ProcessInfo.processInfo.environment)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

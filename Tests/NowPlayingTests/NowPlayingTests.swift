@@ -165,3 +165,11 @@ import Testing
         #expect(ArtworkCache.directory(in: [:]).hasSuffix("/.cache/route/artwork"))
     }
 }
+
+@Suite struct WebArtworkTests {
+    @Test func aPictureOnTheWebIsGivenToTheDesktopAsItsURL() async throws {
+        let art = try #require(Artwork(webURL: "https://example.org/thumb.jpg"))
+        #expect(try await ArtworkCache.file(for: art) == "https://example.org/thumb.jpg")
+        #expect(Artwork(webURL: "file:///home/me/.ssh/id_rsa") == nil && Artwork(webURL: "/etc/passwd") == nil)
+    }
+}

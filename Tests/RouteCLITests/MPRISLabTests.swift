@@ -77,6 +77,30 @@ extension LabTests {
             }
         }
 
+        @Test func aFoldersCoverIsThePlayersArt() async throws {
+            try await Lab.stopRenderer()
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    // An album folder: a song with no picture inside, and the folder's cover.
+                    let album = sandbox.root + "/album"
+                    try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
+                    _ = try await sandbox.wav("album/song.wav", seconds: 20)
+                    let cover = Data([0xFF, 0xD8, 0xFF, 0xE0] + Array("a folder's cover".utf8) + [0xFF, 0xD9])
+                    try cover.write(to: URL(fileURLWithPath: album + "/cover.jpg"))
+                    let cast = try sandbox.start(["cast", album, "--to", Lab.rendererName], environment: upnp.merging(bus.environment) { $1 })
+                    let player = try await bus.waitForPlayer(within: 8)
+                    try await Lab.until("the player shows art", within: 5) {
+                        try bus.get(player, "org.mpris.MediaPlayer2.Player", "Metadata").contains("'mpris:artUrl': <'file://")
+                    }
+                    let metadata = try bus.get(player, "org.mpris.MediaPlayer2.Player", "Metadata")
+                    let art = try #require(metadata.firstMatch(of: /'mpris:artUrl': <'file:\/\/([^']+)'>/)?.1, "\(metadata)")
+                    #expect(FileManager.default.contents(atPath: String(art).removingPercentEncoding ?? String(art)) == cover, "\(art)")
+                    _ = try bus.playerctl("-p", player, "stop")
+                    #expect(await cast.finish(within: 8).status == 0)
+                }
+            }
+        }
+
         @Test func watchMirrorsASessionAnotherControllerStartedAndLeavesRouteCastsAlone() async throws {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
