@@ -137,6 +137,8 @@ public final class MovableCast: Sendable {
                 }
             }
         }
+        // Items ahead of where the cast ended are probed no more.
+        await probes.cancel()
         if let failure { throw failure }
     }
 

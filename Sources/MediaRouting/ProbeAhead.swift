@@ -11,6 +11,8 @@ public actor ProbeAhead {
     /// The queue's entries, in order.
     public nonisolated let entries: [QueueEntry]
     private var probes: [Int: Task<MediaInfo, any Error>] = [:]
+    /// The cast is over: nothing more is probed.
+    private var cancelled = false
     /// The device the queue plays on, once known: a web page's format is chosen for it.
     private var device: MediaDevice?
     /// How many items past the one asked for are probed meanwhile.
@@ -62,10 +64,19 @@ public actor ProbeAhead {
     /// Whether item `index` is a web page, whose format is best chosen once the device is known.
     public nonisolated func isPage(_ index: Int) -> Bool { !entries[index].formats.isEmpty }
 
+    /// Ends the probes under way or ahead and starts no more (the cast they were for is over): a probe of a slow URL
+    /// or a page does not outlive its cast.
+    public func cancel() {
+        cancelled = true
+        for probe in probes.values { probe.cancel() }
+    }
+
     /// The probe of item `index`; starts the next ones.
-    /// - Throws: `MediaError` when the item cannot be probed (missing, not media, a URL that fails).
+    /// - Throws: `MediaError` when the item cannot be probed (missing, not media, a URL that fails);
+    ///   `CancellationError` once `cancel()` was called.
     public func info(_ index: Int) async throws -> MediaInfo {
-        for ahead in index...min(entries.count - 1, index + Self.lookahead) where probes[ahead] == nil {
+        if cancelled, probes[index] == nil { throw CancellationError() }
+        for ahead in index...min(entries.count - 1, index + Self.lookahead) where probes[ahead] == nil && !cancelled {
             let entry = entries[ahead]
             let chosen = WebPage.choose(entry.formats, for: device)?.url ?? entry.location
             probes[ahead] = Task {
