@@ -128,13 +128,20 @@ public final class MediaSession {
         return MPRISState(
             identity: model.displayName,
             trackID: content.map { MPRISNames.trackID(for: $0.identifier) } ?? "/org/mpris/MediaPlayer2/TrackList/NoTrack",
-            hasContent: content != nil, title: content?.title, artists: content?.artists ?? [], album: content?.album,
+            hasContent: content != nil, title: content?.title, artists: artists(of: content, in: model), album: content?.album,
             length: content?.duration.seconds.map(microseconds),
             artworkID: content?.artwork?.id, artURL: nil, snapshot: model.playbackSnapshot, volume: model.volume,
             canPause: commands.pause.isEnabled || commands.togglePlayPause.isEnabled,
             // A live broadcast is never seeked, whatever the model offers.
             canSeek: commands.seek.isEnabled && content?.duration != .live,
             canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled)
+    }
+
+    /// The item's artists; for an item that names none, where it plays (a desktop would say "Unknown artist").
+    private static func artists(of content: (any MediaContent)?, in model: any MediaSessionRepresentable) -> [String] {
+        guard let content else { return [] }
+        if !content.artists.isEmpty { return content.artists }
+        return model.placeName.map { [$0] } ?? []
     }
 
     /// Carries out a desktop's request with the model's commands (a disabled one does nothing, as MPRIS asks).

@@ -132,11 +132,15 @@ public protocol MediaSessionRepresentable: AnyObject, Observable, Sendable {
     var volume: Double? { get }
     /// The player's name on the desktop (by default the program's).
     var displayName: String { get }
+    /// Where it plays, in words, for an item with no artist: a desktop that shows a title and an artist only (GNOME's
+    /// media controls) then shows this instead of "Unknown artist". Nil by default.
+    var placeName: String? { get }
 }
 
 extension MediaSessionRepresentable {
     public var volume: Double? { nil }
     public var displayName: String { ProcessInfo.processInfo.processName }
+    public var placeName: String? { nil }
 }
 
 /// A session that plays on other devices (a TV, a speaker): its state arrives from them.
@@ -153,4 +157,7 @@ extension RemoteMediaSessionRepresentable {
     public var displayName: String {
         (devices.isEmpty ? "route" : devices.map(\.name).joined(separator: " + ")) + " (route)"
     }
+
+    /// "on Living Room TV": said where the artist goes when the item names none.
+    public var placeName: String? { devices.isEmpty ? nil : "on " + devices.map(\.name).joined(separator: " + ") }
 }

@@ -77,7 +77,7 @@ extension LabTests {
             }
         }
 
-        @Test func aFoldersCoverIsThePlayersArt() async throws {
+        @Test func aFoldersCoverIsThePlayersArtAndAnUntaggedSongSaysWhereItPlays() async throws {
             try await Lab.stopRenderer()
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
@@ -95,6 +95,8 @@ extension LabTests {
                     let metadata = try bus.get(player, "org.mpris.MediaPlayer2.Player", "Metadata")
                     let art = try #require(metadata.firstMatch(of: /'mpris:artUrl': <'file:\/\/([^']+)'>/)?.1, "\(metadata)")
                     #expect(FileManager.default.contents(atPath: String(art).removingPercentEncoding ?? String(art)) == cover, "\(art)")
+                    // The song names no artist: where the shell shows one, it says where the song plays.
+                    #expect(try bus.playerctl("-p", player, "metadata", "xesam:artist") == "on \(Lab.rendererName)")
                     _ = try bus.playerctl("-p", player, "stop")
                     #expect(await cast.finish(within: 8).status == 0)
                 }
