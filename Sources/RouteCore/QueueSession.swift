@@ -130,6 +130,8 @@ public actor QueueSession {
     private var playingSince: ContinuousClock.Instant?
     private var reportsWhilePlaying = 0
     private var progressed = false
+    /// The URL sent once more because the device stalled on it (fetched, PLAYING, 0:00): a second stall fails it.
+    private var resentAfterStall: String?
     /// Whether the current item still has to be moved to where it starts (`Options.startPosition`).
     private var startPending = false
     /// Where the current item was moved to start, and the position its progress counts from.
@@ -438,6 +440,23 @@ public actor QueueSession {
                     "\(device.name) says it is playing, but in \(seconds) s it has not fetched anything from route "
                     + "(served at \(access.servedFrom)); check that no firewall here blocks that port and that the device "
                     + "can reach this address (ROUTE_UPNP_INTERFACE picks the interface)")
+            }
+            // It fetched route's stream and says it plays, but its position does not move: its player stalled
+            // (gmediarender's does when the error of the URL before reaches it after the new one). Sent once more;
+            // stalled again, the item fails rather than "play" at 0:00 for ever.
+            if access.requests > 0, latest.state == .playing, !isImage, !item.isLive, !progressed, reportsWhilePlaying >= 3,
+               let since = playingSince,
+               now - since > options.fetchDeadline * 2 {
+                let seconds = Int((options.fetchDeadline * 2).components.seconds)
+                guard resentAfterStall != loaded.url else {
+                    throw RouteError.playbackFailed(device: device.name, item: title, reason:
+                        "\(device.name) fetched it from route, but its position stayed at 0:00 for \(seconds) s, twice")
+                }
+                resentAfterStall = loaded.url
+                options.onNotice("\(device.name) fetched \(title) from route, but its position stayed at 0:00 for \(seconds) s: "
+                                 + "sending it again")
+                // Loaded again as it is, without a stop first: the stop's report would be the item's end.
+                return try await start(item)
             }
         }
         if !started, now - loadedAt > options.startTimeout {

@@ -270,6 +270,22 @@ extension LabTests {
             }
         }
 
+        /// A renderer that fetches the stream and says it plays, but whose position never moves (gmediarender's player
+        /// stalls so when an error of the URL before reaches it after the new one): sent once more, then the cast fails
+        /// saying so, rather than "play" at 0:00 for ever.
+        @Test func aRendererThatStallsAtTheStartIsSentTheItemAgainThenFails() async throws {
+            let fake = try await FakeRenderer(mode: "stalls", port: 49641)
+            defer { fake.stop() }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 60)
+                let result = try await sandbox.run(["cast", wav, "--to", fake.description], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 60)
+                #expect(result.status == 1, "\(result)\n\(fake.output)")
+                #expect(result.stderr.contains("its position stayed at 0:00 for 12 s: sending it again"), "\(result)")
+                #expect(result.stderr.contains("fetched it from route, but its position stayed at 0:00 for 12 s, twice"), "\(result)")
+                #expect(fake.output.components(separatedBy: "then stalled").count - 1 == 2, "fetched twice: \(fake.output)")
+            }
+        }
+
         /// gmediarender answers Play with 501 when the previous stream's end wiped the URI just set, and goes on
         /// answering 501 until the URI is set again: route sets it again and plays (it used to ask Play alone, and fail).
         @Test func aRendererThatLostTheURIJustSetPlaysOnceItIsSetAgain() async throws {
