@@ -434,7 +434,7 @@ extension LabTests {
             try await inSandbox { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 2)
                 let result = try await sandbox.run(["cast", wav, "--to", fake.description], environment: ["ROUTE_PROVIDERS": "upnp"], timeout: 30)
-                #expect(result.status == expected.status, "\(expected.mode): \(result)")
+                #expect(result.status == expected.status, "\(expected.mode): \(result)\nthe fake said: \(fake.output)")
                 #expect(result.stderrLines.count == 1, "one line: \(result.stderr)")
                 #expect(result.stderr.contains(expected.says), "\(expected.mode): \(result.stderr)")
                 #expect(result.elapsed < .seconds(12), "\(expected.mode) took \(result.elapsed)")
@@ -451,7 +451,7 @@ extension LabTests {
                     #expect(result.stdout.contains(Lab.rendererName), "\(mode): the real renderer is still listed: \(result)")
                     #expect(!result.stdout.contains("Fake"), "\(mode): \(result)")
                     let lines = result.stderrLines.filter { $0.contains(fake.description) }
-                    #expect(lines.count == 1 && lines[0].contains(says), "\(mode): one line saying why: \(result.stderr)")
+                    #expect(lines.count == 1 && lines[0].contains(says), "\(mode): one line saying why: \(result.stderr)\nthe fake said: \(fake.output)")
                 }
             }
         }
