@@ -418,8 +418,7 @@ public actor QueueSession {
             return
         }
         guard let item = current, !stopping else { return }
-        if item.isFetchedElsewhere, loadedURL == item.url, !progressed, reportsWhilePlaying >= 3, let since = playingSince,
-           now - since > options.fetchDeadline {
+        if item.isFetchedElsewhere, loadedURL == item.url, saysItPlaysAtZero(for: options.fetchDeadline, now: now) {
             let seconds = Int(options.fetchDeadline.components.seconds)
             guard item.fallingBack() != nil else {
                 throw RouteError.playbackFailed(device: device.name, item: title, reason:
@@ -444,9 +443,8 @@ public actor QueueSession {
             // It fetched route's stream and says it plays, but its position does not move: its player stalled
             // (gmediarender's does when the error of the URL before reaches it after the new one). Sent once more;
             // stalled again, the item fails rather than "play" at 0:00 for ever.
-            if access.requests > 0, latest.state == .playing, !isImage, !item.isLive, !progressed, reportsWhilePlaying >= 3,
-               let since = playingSince,
-               now - since > options.fetchDeadline * 2 {
+            if access.requests > 0, latest.state == .playing, !isImage, !item.isLive,
+               saysItPlaysAtZero(for: options.fetchDeadline * 2, now: now) {
                 let seconds = Int((options.fetchDeadline * 2).components.seconds)
                 guard resentAfterStall != loaded.url else {
                     throw RouteError.playbackFailed(device: device.name, item: title, reason:
@@ -473,6 +471,13 @@ public actor QueueSession {
             finished = true
             try? await controller?.stop()
         }
+    }
+
+    /// Whether the device has said it plays, in three reports or more, for longer than `duration`, and its position has
+    /// not moved: what a device that cannot fetch an item, or whose player stalled, says.
+    private func saysItPlaysAtZero(for duration: Duration, now: ContinuousClock.Instant) -> Bool {
+        guard !progressed, reportsWhilePlaying >= 3, let since = playingSince else { return false }
+        return now - since > duration
     }
 
     /// Loads an item on the current route and makes it the current one.
