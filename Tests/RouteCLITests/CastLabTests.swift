@@ -333,7 +333,7 @@ extension LabTests {
                     try await Lab.until("playerctl paused the receiver", within: 3) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PAUSED" }
                     _ = try await CastReceiverLab.sender(["join", "resume"])
                     try await Lab.until("the mirror follows the other sender's resume", within: 1.5) { try bus.playerctl("-p", player, "status") == "Playing" }
-                    kill(watch.pid, SIGTERM)
+                    watch.signal(SIGTERM)
                     #expect(await watch.finish(within: 8).status == 130)
                     try await Lab.until("the mirror left with route watch", within: 3) { try bus.routePlayers().isEmpty }
                 }
@@ -437,12 +437,12 @@ extension LabTests {
                 do {
                     try await Lab.until("the renderer plays the AIFF", within: 20) { try Lab.transportState() == "PLAYING" }
                 } catch {
-                    kill(casting.pid, SIGTERM)
+                    casting.signal(SIGTERM)
                     Issue.record("the cast: \(await casting.finish(within: 10))")
                     throw error
                 }
                 #expect(!CastReceiverLab.events().contains { $0["event"] as? String == "load" }, "nothing went over Cast")
-                kill(casting.pid, SIGTERM)
+                casting.signal(SIGTERM)
                 _ = await casting.finish(within: 10)
             }
         }
@@ -497,7 +497,7 @@ extension LabTests {
                     let line = try #require(watch.stdout.split(separator: "\n").first { $0.contains("\"mirroring\"") })
                     #expect(line.contains("\"device\":\"\(Lab.rendererName)\""), "\(line)")
                     try await Lab.stopRenderer()
-                    kill(watch.pid, SIGTERM)
+                    watch.signal(SIGTERM)
                     _ = await watch.finish(within: 8)
                 }
             }
@@ -547,7 +547,7 @@ extension LabTests {
                 // receiver's last status, and the cast plays on.
                 try await sandbox.poll(["status", "--to", Self.name], within: 5, "route status says playing") { $0.stdout.contains("playing") }
                 #expect(casting.isRunning)
-                kill(casting.pid, SIGTERM)
+                casting.signal(SIGTERM)
                 let result = await casting.finish(within: 10)
                 #expect(result.status == 130, "\(result)")
             }
@@ -578,7 +578,7 @@ extension LabTests {
                 let wav = try await sandbox.wav("long.wav", seconds: 60)
                 let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
                 try await Lab.until("the receiver falls silent after the LOAD", within: 10) { CastReceiverLab.has("silent") }
-                kill(casting.pid, SIGTERM)
+                casting.signal(SIGTERM)
                 let signalled = ContinuousClock.now
                 let result = await casting.finish(within: 30)
                 #expect(ContinuousClock.now - signalled < .seconds(10), "ended \(ContinuousClock.now - signalled) after SIGTERM")
@@ -623,7 +623,7 @@ extension LabTests {
                 let announced = ContinuousClock.now
                 try await Lab.until("route lists the real receiver", within: 20) { watching.stdout.contains(Self.name) }
                 #expect(ContinuousClock.now - announced < .seconds(5), "listed \(ContinuousClock.now - announced) after it was announced")
-                kill(watching.pid, SIGTERM)
+                watching.signal(SIGTERM)
                 _ = await watching.finish(within: 5)
             }
         }
@@ -699,7 +699,7 @@ extension CastLabSuite {
         let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: cast)
         try await Lab.until("the receiver says PLAYING", within: 10) { CastReceiverLab.latestMedia()?["playerState"] as? String == "PLAYING" }
         try await body(casting)
-        kill(casting.pid, SIGTERM)
+        casting.signal(SIGTERM)
         return await casting.finish(within: 10)
     }
 
@@ -720,7 +720,7 @@ extension CastLabSuite {
 
     fileprivate func stopServers() async {
         for server in servers.all {
-            kill(server.pid, SIGTERM)
+            server.signal(SIGTERM)
             _ = await server.finish(within: 5)
         }
     }

@@ -206,7 +206,7 @@ import Testing
             let cast = try sandbox.start(["cast", wav, "--to", "this"])
             try await sandbox.poll(["status", "--to", "this"], "playing") { $0.stdout.contains(": playing six") }
             let stopping = ContinuousClock.now
-            kill(cast.pid, SIGTERM)
+            cast.signal(SIGTERM)
             let ended = await cast.finish(within: 5)
             #expect(ended.status == 130, "\(ended)")
             #expect(ContinuousClock.now - stopping < .seconds(3), "the 6 s cast was not stopped promptly: \(ended)")
@@ -229,7 +229,7 @@ import Testing
                 #expect(second.stderr.contains("already playing"), "attempt \(attempt): \(second)")
             }
             #expect(cast.isRunning, "the first cast should be unaffected")
-            kill(cast.pid, SIGTERM)
+            cast.signal(SIGTERM)
             _ = await cast.finish(within: 5)
         }
     }
@@ -291,7 +291,7 @@ import Testing
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(routeProcesses(mentioning: sandbox.root) == [cast.pid])
-            kill(cast.pid, SIGKILL) // it may not have installed its handlers yet; only its end matters here
+            cast.signal(SIGKILL) // it may not have installed its handlers yet; only its end matters here
             _ = await cast.finish(within: 5)
             #expect(routeProcesses(mentioning: sandbox.root).isEmpty)
         }

@@ -109,7 +109,7 @@ extension LabTests {
                 try await inSandbox { sandbox in
                     let watch = try sandbox.start(["watch"], environment: upnp.merging(bus.environment) { $1 })
                     let server = try sandbox.start(["serve", "--bind", "10.77.0.1", try await song(sandbox, "tones.mp3", seconds: 30)])
-                    defer { kill(server.pid, SIGTERM) }
+                    defer { server.signal(SIGTERM) }
                     try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                     let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
                     // Plain SOAP, as any other control point: SetAVTransportURI and Play.
@@ -137,10 +137,10 @@ extension LabTests {
                     }
                     try await sandbox.run(["stop", "--to", "lab"]).expectSuccess()
                     #expect(await cast.finish(within: 8).status == 0)
-                    kill(watch.pid, SIGTERM)
+                    watch.signal(SIGTERM)
                     let ended = await watch.finish(within: 8)
                     #expect(ended.status == 130, "\(ended)")
-                    kill(server.pid, SIGTERM)
+                    server.signal(SIGTERM)
                     _ = await server.finish(within: 5)
                 }
             }
@@ -160,7 +160,7 @@ extension LabTests {
                 let json = try await sandbox.run(["status", "--json", "--to", Lab.rendererName], environment: upnp)
                 #expect(json.stdout.contains("\"controller\" : \"another\"") || json.stdout.contains("\"controller\":\"another\""), "\(json)")
                 try await Lab.stopRenderer()
-                kill(server.pid, SIGTERM)
+                server.signal(SIGTERM)
                 _ = await server.finish(within: 5)
             }
         }
@@ -178,13 +178,13 @@ extension LabTests {
                     try await Lab.stopRenderer()
                     try await Lab.until("mirror \(round) ended", within: 4) { watch.stdout.components(separatedBy: "\"ended\"").count == round + 1 }
                 }
-                kill(watch.pid, SIGTERM)
+                watch.signal(SIGTERM)
                 let result = await watch.finish(within: 8)
                 #expect(result.status == 130, "\(result)")
                 #expect(result.stderr.components(separatedBy: "desktop media controls are off").count == 2, "said once: \(result.stderr)")
                 let events = result.stdoutLines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] }
                 #expect(events.count == 4 && events.allSatisfy { $0["device"] == Lab.rendererName }, "\(result.stdout)")
-                kill(server.pid, SIGTERM)
+                server.signal(SIGTERM)
                 _ = await server.finish(within: 5)
             }
         }

@@ -138,7 +138,7 @@ extension LabTests {
 
                     let stop = try await sandbox.run(["stop", "--to", Lab.rendererName], environment: environment)
                     #expect(stop.status == 0, "\(stop)")
-                    kill(service.pid, SIGTERM)
+                    service.signal(SIGTERM)
                     _ = await service.finish(within: 10)
                 }
             }

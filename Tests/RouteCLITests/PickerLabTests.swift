@@ -223,14 +223,14 @@ extension LabTests {
                 // A client that leaves takes its window with it; the service stops with a window open.
                 let left = try sandbox.start(["pick"], environment: environment)
                 _ = try gui.rows(until: "This computer")
-                kill(left.pid, SIGKILL)
+                left.signal(SIGKILL)
                 _ = await left.finish(within: 5)
                 try await Lab.until("the window of a client that left is gone", within: 5) {
                     try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0
                 }
                 let open = try sandbox.start(["pick"], environment: environment)
                 _ = try gui.rows(until: "This computer")
-                kill(service.pid, SIGTERM)
+                service.signal(SIGTERM)
                 let stopped = await service.finish(within: 10)
                 #expect(!stopped.signaled || stopped.status == 143, "\(stopped)")
                 let answered = await open.finish(within: 10)
@@ -313,7 +313,7 @@ extension LabTests {
                 }
                 #expect(try Lab.transportState() == "STOPPED")
                 #expect(notifications.received.count == 1, "nothing more to say: \(notifications.received)")
-                kill(service.pid, SIGTERM)
+                service.signal(SIGTERM)
                 _ = await service.finish(within: 10)
             }
         }
@@ -402,7 +402,7 @@ extension LabTests {
 
                 // Another app's cast (plain SOAP) is shown, mirrored, and offers no move: it is not route's.
                 let server = try sandbox.start(["serve", "--bind", "10.77.0.1", song])
-                defer { kill(server.pid, SIGTERM) }
+                defer { server.signal(SIGTERM) }
                 try await Lab.until("the file is served", within: 15) { server.stdout.contains("http://") }
                 let url = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("http://") }.map(String.init))
                 try Lab.playAsAnotherController(url)
@@ -413,10 +413,10 @@ extension LabTests {
                 let watched = await watching.finish(within: 10)
                 #expect(watched.status == 1, "\(watched)")
                 _ = try Lab.soap("AVTransport", "Stop")
-                kill(server.pid, SIGTERM)
+                server.signal(SIGTERM)
                 let served = await server.finish(within: 10)
                 #expect(!served.stdout.isEmpty, "\(served)")
-                kill(service.pid, SIGTERM)
+                service.signal(SIGTERM)
                 _ = await service.finish(within: 10)
             }
         }

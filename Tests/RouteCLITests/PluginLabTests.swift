@@ -246,7 +246,7 @@ extension LabTests {
                 let status = try await sandbox.run(["status", "--to", "Faulty Speaker"])
                 #expect(status.status == 0 && !status.signaled && status.stdout.contains("playing"), "\(status)")
                 #expect(casting.isRunning, "the cast lives on")
-                kill(casting.pid, SIGTERM)
+                casting.signal(SIGTERM)
                 let result = await casting.finish(within: 15)
                 #expect(result.status == 130 && !result.signaled, "\(result)")
             }
@@ -312,7 +312,7 @@ extension LabTests {
                 let text = try String(contentsOfFile: plugin, encoding: .utf8)
                 try (text + "\n# repaired\n").write(toFile: plugin, atomically: false, encoding: .utf8)
                 try await Lab.until("route starts it again", within: 10) { watching.stderr.contains("faulty changed; starting it again") }
-                kill(watching.pid, SIGTERM)
+                watching.signal(SIGTERM)
                 _ = await watching.finish(within: 10)
             }
         }

@@ -76,7 +76,7 @@ extension LabTests {
                 let wav = try await sandbox.wav("long.wav", seconds: 20)
                 let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: upnp)
                 try await Lab.until("the renderer reports PLAYING", within: 5) { try Lab.transportState() == "PLAYING" }
-                kill(cast.pid, SIGHUP)
+                cast.signal(SIGHUP)
                 let result = await cast.finish(within: 10)
                 #expect(result.status == 130, "\(result)")
                 #expect(try Lab.transportState() == "STOPPED", "the terminal closed, the renderer stopped")
@@ -107,7 +107,7 @@ extension LabTests {
                 #expect(browse.stdout.contains("10.77.0.2:4321 a=1 b=two"), "\(browse.stdout)")
                 kill(publisher.processIdentifier, SIGKILL) // a test process blocks SIGTERM for its children
                 try await Lab.until("its removal is seen", within: 8) { browse.stdout.contains("- mdns _routetest._tcp \"Lab Test Service\"") }
-                kill(browse.pid, SIGINT)
+                browse.signal(SIGINT)
                 #expect(await browse.finish(within: 5).status == 0)
             }
         }
@@ -127,7 +127,7 @@ extension LabTests {
                 #expect(devices.status == 0 && devices.stdout.contains(Lab.rendererName), "\(devices)")
                 try Lab.control("start-avahi", "a")
                 try await Lab.until("mDNS is back", within: 10) { browse.stderr.contains("mDNS discovery is on again") }
-                kill(browse.pid, SIGINT)
+                browse.signal(SIGINT)
                 let result = await browse.finish(within: 5)
                 #expect(result.stderr.components(separatedBy: "avahi-daemon is not running").count == 2, "said once: \(result.stderr)")
             }

@@ -54,7 +54,7 @@ extension LabTests {
 
         /// Interrupts `route sink` as Ctrl-C does: it ends with 130.
         private static func interrupt(_ sink: RouteProcess, sourceLocation: SourceLocation = #_sourceLocation) async {
-            kill(sink.pid, SIGINT)
+            sink.signal(SIGINT)
             let result = await sink.finish(within: 15)
             #expect(result.status == 130, "\(result)", sourceLocation: sourceLocation)
         }
@@ -241,7 +241,7 @@ extension LabTests {
                         try await Lab.until("the renderer is stopped", within: 10) { try Lab.transportState() != "PLAYING" }
                         let again = try await sandbox.run(["sink", "--to", Lab.rendererName, "--stop"], environment: client)
                         #expect(again.status == 4, "\(again)")
-                        kill(service.pid, SIGTERM)
+                        service.signal(SIGTERM)
                         _ = await service.finish(within: 15)
                     }
                 }

@@ -325,7 +325,7 @@ extension LabTests {
                 let state = ["XDG_STATE_HOME": sandbox.root + "/state"].merging(upnp) { $1 }
                 let first = try sandbox.start(["cast", wav, "--to", Lab.rendererName], environment: state)
                 try await Lab.until("the renderer is 12 s in", within: 20) { try Lab.transportState() == "PLAYING" && Lab.position() >= 12 }
-                kill(first.pid, SIGTERM)
+                first.signal(SIGTERM)
                 _ = await first.finish(within: 10)
                 let positions = try String(contentsOfFile: sandbox.root + "/state/route/positions.json", encoding: .utf8)
                 #expect(positions.contains("talk.wav"), "\(positions)")
@@ -334,12 +334,12 @@ extension LabTests {
                 try await Lab.until("the renderer plays on from about 12 s", within: 10) {
                     try Lab.transportState() == "PLAYING" && (11...17).contains(Lab.position())
                 }
-                kill(resumed.pid, SIGTERM)
+                resumed.signal(SIGTERM)
                 _ = await resumed.finish(within: 10)
 
                 let started = try sandbox.start(["cast", wav, "--to", Lab.rendererName, "--start", "0:25"], environment: state)
                 try await Lab.until("the renderer plays from 25 s", within: 10) { try Lab.transportState() == "PLAYING" && (25...30).contains(Lab.position()) }
-                kill(started.pid, SIGTERM)
+                started.signal(SIGTERM)
                 _ = await started.finish(within: 10)
             }
         }
@@ -352,7 +352,7 @@ extension LabTests {
                 try await Lab.until("the queue comes round to its first item again", within: 20) {
                     playedTitles(RouteResult(status: 0, stdout: looping.stdout, stderr: looping.stderr, elapsed: .zero)).count >= 3
                 }
-                kill(looping.pid, SIGTERM)
+                looping.signal(SIGTERM)
                 let looped = await looping.finish(within: 10)
                 #expect(Array(playedTitles(looped).prefix(3)) == ["a", "b", "a"], "\(looped)")
 
@@ -366,7 +366,7 @@ extension LabTests {
             try await withSessionBus { bus in
                 try await withWeb { sandbox, _ in
                     let service = try await sandbox.startService(["--providers", "upnp"], on: bus)
-                    defer { kill(service.pid, SIGTERM) }
+                    defer { service.signal(SIGTERM) }
                     let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                     let url = Self.web + "/tone.mp3"
                     let detached = try await sandbox.run(["cast", url, "--to", Lab.rendererName, "--detach"], environment: client, timeout: 30)
@@ -389,7 +389,7 @@ extension LabTests {
                         #expect(through.status == 3 && through.status == inProcess.status && through.stderr == inProcess.stderr,
                                 "\(bad): through the service \(through)\nin-process \(inProcess)")
                     }
-                    kill(service.pid, SIGTERM)
+                    service.signal(SIGTERM)
                     _ = await service.finish(within: 10)
                 }
             }

@@ -49,6 +49,12 @@ final class RouteProcess: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
+
+    /// Sends `number` while the process runs, never after: a run of the suite uses more pids than the kernel's
+    /// 32768, so an ended process's pid soon belongs to another (a peer of another lab, say).
+    func signal(_ number: Int32) {
+        if process.isRunning { kill(pid, number) }
+    }
     var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
@@ -181,7 +187,7 @@ final class Sandbox: Sendable {
         for process in launched.withLock({ $0 }) where process.isRunning {
             Issue.record("`route` (pid \(process.pid)) was left running; killing it. It said:\n\(process.stdout.suffix(2000))\n\(process.stderr.suffix(4000))",
                          sourceLocation: sourceLocation)
-            kill(process.pid, SIGKILL)
+            process.signal(SIGKILL)
             waitForExit(process.process, seconds: 5)
         }
         let strays = routeProcesses(mentioning: root)

@@ -230,7 +230,7 @@ extension LabTests {
                 // the next cast takes it back, and plays to its own end.
                 let killed = try sandbox.start(["cast", first, second, "--to", Lab.rendererName], environment: upnp)
                 try await Lab.until("the second file is queued", within: 8) { try !Lab.nextURI().isEmpty }
-                kill(killed.pid, SIGKILL)
+                killed.signal(SIGKILL)
                 _ = await killed.finish(within: 5)
                 let third = try await sandbox.wav("third.wav", seconds: 2)
                 let result = try await sandbox.run(["cast", third, "--to", Lab.rendererName], environment: upnp, timeout: 20)
@@ -253,7 +253,7 @@ extension LabTests {
                 #expect(result.status == 1, "\(result)")
                 #expect(result.stderr.contains("another controller took over"), "\(result)")
                 #expect(try Lab.transportState() == "PLAYING", "route does not fight the other controller: it did not stop it")
-                kill(serve.pid, SIGTERM)
+                serve.signal(SIGTERM)
                 #expect(await serve.finish(within: 5).status == 0)
             }
         }
@@ -390,7 +390,7 @@ extension LabTests {
                 let result = try await sandbox.run(["cast", wav, "--to", Lab.rygelName], environment: upnp, timeout: 20)
                 #expect(result.status == 0, "701 on Play while playing is not a failure: \(result)")
                 #expect(result.stdoutLines.last == "ended: ours on Lab Rygel", "\(result)")
-                kill(serve.pid, SIGTERM)
+                serve.signal(SIGTERM)
                 #expect(await serve.finish(within: 5).status == 0)
             }
         }
