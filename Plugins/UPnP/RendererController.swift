@@ -543,16 +543,16 @@ actor RendererController: RouteController {
             _ = try await call(action, on: service, arguments)
         } catch let error as UPnPError {
             if error.isUnreachable {
-                throw RouteError.deviceUnreachable(device: device.name, reason: UPnPError.explain(error.code))
+                throw RouteError.deviceUnreachable(device: device.name, reason: error.reason)
             }
             if error.code == UPNP_E_BAD_RESPONSE || error.code == UPNP_E_BAD_HTTPMSG {
                 throw RouteError.unusableDevice(device: device.name, reason: "its answer to \(name) was not valid UPnP")
             }
             // The renderer refuses the format it was sent (as a Cast LOAD_FAILED says): another format may play.
             if name == "load", error.code == 714 || error.code == 704 {
-                throw RouteError.mediaRefused(device: device.name, reason: UPnPError.explain(error.code))
+                throw RouteError.mediaRefused(device: device.name, reason: error.reason)
             }
-            throw RouteError.commandFailed(device: device.name, command: name, reason: UPnPError.explain(error.code))
+            throw RouteError.commandFailed(device: device.name, command: name, reason: error.reason)
         }
     }
 

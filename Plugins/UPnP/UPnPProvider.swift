@@ -47,7 +47,7 @@ public struct UPnPProvider: RouteProvider {
                 continue
             } catch let error as UPnPError where error.isUnreachable {
                 // Refused or silent: no other path on the same host:port will do better.
-                throw RouteError.deviceUnreachable(device: address, reason: UPnPError.explain(error.code))
+                throw RouteError.deviceUnreachable(device: address, reason: error.reason)
             } catch {
                 throw RouteError.unusableDevice(device: address, reason: "\(error)")
             }
@@ -71,7 +71,7 @@ public struct UPnPProvider: RouteProvider {
             }
             renderer = found
         } catch let error as UPnPError where error.isUnreachable {
-            throw RouteError.deviceUnreachable(device: route.name, reason: UPnPError.explain(error.code))
+            throw RouteError.deviceUnreachable(device: route.name, reason: error.reason)
         } catch {
             throw RouteError.unusableDevice(device: route.name, reason: "\(error)")
         }

@@ -13,9 +13,16 @@ public struct UPnPError: Error, CustomStringConvertible, Equatable {
     public let code: Int32
     /// What we were doing.
     public let context: String
+    /// What the HTTP client or the system said beyond the code (libsoup's message), when it said more.
+    public var detail: String? = nil
 
     public var description: String {
-        "\(context): \(Self.explain(code))"
+        "\(context): \(reason)"
+    }
+
+    /// The sentence for this error: the code's, then the detail.
+    public var reason: String {
+        Self.explain(code) + (detail.map { " (\($0))" } ?? "")
     }
 
     /// Whether the failure means the device could not be reached at all (vs. refused the command).
@@ -283,8 +290,8 @@ final class UPnPStack: Sendable {
             response = try await HTTPClient.shared.get(url, limit: XMLLimits.document.maxBytes, timeout: timeout)
         } catch .timedOut, .cancelled {
             throw UPnPError(code: -1, context: "fetching \(url)")
-        } catch .failed {
-            throw UPnPError(code: UPNP_E_SOCKET_CONNECT, context: "fetching \(url)")
+        } catch .failed(_, let reason) {
+            throw UPnPError(code: UPNP_E_SOCKET_CONNECT, context: "fetching \(url)", detail: reason)
         } catch .tooLarge(_, let limit) {
             throw DocumentProblem(url: url, problem: "is larger than \(limit / 1024) KiB")
         } catch .invalidURL {
