@@ -89,13 +89,19 @@ let package = Package(
         // The README's client example (a test runs it; bench/service counts the libraries it maps).
         .executableTarget(name: "route-client-example", dependencies: ["RouteClient", "RouteCore"], path: "examples/RouteClientExample",
                           swiftSettings: swift6),
-        // The CLI: what both executables share (arguments, help, the cast's terminal, the service's paths), the thin
-        // `route` people run (it asks the service, and leaves everything else to route-full), and route-full.
-        .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient"], swiftSettings: swift6),
+        // How one route process reaches another's casts: a `route cast`'s control socket, the service's sessions.
+        .target(name: "RouteControl", dependencies: ["RouteCore", "RouteClient"], swiftSettings: swift6),
+        // The route service (Documentation/DBUS-API.md): the manager, its sessions, sinks and pickers; `route service`
+        // is a thin shell over it.
+        .target(name: "RouteService", dependencies: ["RouteCore", "RouteClient", "RouteControl", "RouteGIO", "RouteMedia", "MediaRouting",
+                                                     "NowPlaying", "RouteSound", "UPnPProvider"], swiftSettings: swift6),
+        // The CLI: what both executables share (arguments, help, the cast's terminal), the thin `route` people run (it
+        // asks the service, and leaves everything else to route-full), and route-full.
+        .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient", "RouteControl"], swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCLI", "RouteClient", "RouteCore"], swiftSettings: swift6),
         // The picker's window, a process of its own that the service starts (GTK is linked here and nowhere else).
         .executableTarget(name: "route-picker", dependencies: ["RouteCLI", "RouteClient", "RouteCore", "CPickerShim"], swiftSettings: swift6),
-        .executableTarget(name: "route-full", dependencies: ["RouteCLI", "RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider",
+        .executableTarget(name: "route-full", dependencies: ["RouteCLI", "RouteControl", "RouteService", "RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider",
                                                              "MDNSDiscovery", "CastProvider", "RoutePluginHost", "NowPlaying", "MediaRouting", "RouteSound"],
                           swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
@@ -106,7 +112,7 @@ let package = Package(
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying", "MediaRouting", "RouteCLI",
-                                                       "RouteClient", "RouteMedia"],
+                                                       "RouteClient", "RouteControl", "RouteMedia"],
                     swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),

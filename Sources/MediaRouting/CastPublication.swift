@@ -6,14 +6,13 @@ import NowPlaying
 import RouteCore
 import RouteMedia
 
-/// A cast as the desktop controls it: the session playing it now, and its statuses (a moved cast's, across devices).
-public protocol PlayingCast: Sendable {
-    /// The session playing the cast now: commands go to it.
+/// A cast as the desktop controls it: the session playing it now, its statuses (a moved cast's, across devices), and
+/// the commands it takes (a moving cast's stop stops a move under way too).
+public protocol PlayingCast: SessionCommandTaker {
+    /// The session playing the cast now.
     var session: QueueSession { get }
     /// Statuses after every change, starting with the latest.
     func statusUpdates() -> AsyncStream<QueueStatus>
-    /// Stops the cast (a moving cast: a move under way too).
-    func stop() async throws
 }
 
 extension QueueSession: PlayingCast {
@@ -32,16 +31,8 @@ public enum CastPublication {
     @MainActor
     public static func run(_ cast: some PlayingCast, probes: ProbeAhead, id: String = "cast_\(getpid())",
                            onUnavailable: @escaping @Sendable (String) -> Void) async {
-        let model = RemotePlayback(id: id, devices: [cast.session.device], controls: MediaCommands(
-            play: MediaCommand { try await cast.session.play() },
-            pause: MediaCommand { try await cast.session.pause() },
-            togglePlayPause: MediaCommand { try await cast.session.togglePause() },
-            stop: MediaCommand { try await cast.stop() },
-            next: MediaCommand { try await cast.session.next() },
-            skipForward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative($0)) }),
-            skipBackward: SkipCommand(preferredIntervals: [10], MediaCommand { try await cast.session.seek(.relative(-$0)) }),
-            seek: MediaCommand { try await cast.session.seek(.absolute($0)) },
-            changeVolume: MediaCommand { try await cast.session.setVolume($0) }), adoptsDeviceMetadata: false)
+        let model = RemotePlayback(id: id, devices: [cast.session.device], controls: MediaCommands(speaking: cast.perform),
+                                   adoptsDeviceMetadata: false)
         let publication = MediaSession(model)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await publish(publication, onUnavailable: onUnavailable) }

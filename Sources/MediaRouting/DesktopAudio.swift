@@ -375,12 +375,8 @@ enum DesktopAudioPublication {
     static func run(_ session: QueueSession, device: MediaDevice) async {
         // One player per device (the service may play several at once).
         let id = "desktop_audio_\(getpid())_" + String(device.id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_" })
-        let model = RemotePlayback(id: id, devices: [device], controls: MediaCommands(
-            play: MediaCommand { try await session.play() },
-            pause: MediaCommand { try await session.pause() },
-            togglePlayPause: MediaCommand { try await session.togglePause() },
-            stop: MediaCommand { try await session.stop() },
-            changeVolume: MediaCommand { try await session.setVolume($0) }), adoptsDeviceMetadata: false)
+        let model = RemotePlayback(id: id, devices: [device], controls: MediaCommands(speaking: session.perform, live: true),
+                                   adoptsDeviceMetadata: false)
         model.content = MusicContent(title: "Desktop audio", artist: "This computer's sound on \(device.name)", duration: .live,
                                      identifier: "desktop-audio")
         let publication = MediaSession(model)

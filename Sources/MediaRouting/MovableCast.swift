@@ -266,6 +266,11 @@ public final class MovableCast: Sendable {
         try await current.cast.session.stop()
     }
 
+    /// Does `command` on the session playing now; a stop is `stop()`, which stops a move under way too.
+    public func perform(_ command: SessionCommand) async throws {
+        if command == .stop { try await stop() } else { try await session.perform(command) }
+    }
+
     /// Throws what `move(to:)` refuses at once: the cast has ended, is moving already, or plays on `device`.
     public func checkMove(to device: MediaDevice) throws {
         try state.withLock { try Self.check($0, moving: device) }

@@ -118,6 +118,21 @@ public struct MediaCommands: Sendable {
     }
 }
 
+extension MediaCommands {
+    /// The commands of a session that takes `SessionCommand`s, each saying one: play, pause, play/pause, stop and
+    /// volume; unless it is `live`, also next, skips of 10 s and seek.
+    public init(speaking perform: @escaping @Sendable (SessionCommand) async throws -> Void, live: Bool = false) {
+        self.init(play: MediaCommand { try await perform(.play) }, pause: MediaCommand { try await perform(.pause) },
+                  togglePlayPause: MediaCommand { try await perform(.togglePause) }, stop: MediaCommand { try await perform(.stop) },
+                  changeVolume: MediaCommand { try await perform(.setVolume($0)) })
+        guard !live else { return }
+        next = MediaCommand { try await perform(.next) }
+        skipForward = SkipCommand(preferredIntervals: [10], MediaCommand { try await perform(.seek(.relative($0))) })
+        skipBackward = SkipCommand(preferredIntervals: [10], MediaCommand { try await perform(.seek(.relative(-$0))) })
+        seek = MediaCommand { try await perform(.seek(.absolute($0))) }
+    }
+}
+
 /// A player an app publishes to the desktop. Make it an `@Observable` class: `MediaSession` publishes every
 /// change of these properties as it happens.
 @MainActor

@@ -42,13 +42,6 @@ package struct UsageError: Error, CustomStringConvertible {
     package init(description: String) { self.description = description }
 }
 
-/// This machine is not set up so that route can work safely (its runtime directory, say); exit code 1.
-package struct SetupError: Error, CustomStringConvertible {
-    package let description: String
-    /// The error that says `description`.
-    package init(description: String) { self.description = description }
-}
-
 extension CommandSpec {
     /// Parses `arguments` (after the command name). `--help` is left to the caller as a flag.
     /// Accepts `--name value`, `--name=value`, and `--` to end options.

@@ -24,7 +24,7 @@ package enum CastTerminal {
                 exit(ExitCode.interrupted.rawValue)
             }
             interrupted.set()
-            Task { try? await session.controls.stop() }
+            Task { try? await session.controls.perform(.stop) }
         }
         defer { signals.cancel() }
         let keyTask = keys.map { reader in
@@ -54,7 +54,7 @@ package enum CastTerminal {
                         // Nobody reads our output any more (`| head -1`): stop the device rather than play on unseen.
                         if !printer.show(status), !interrupted.isSet {
                             interrupted.set()
-                            Task { try? await session.controls.stop() }
+                            Task { try? await session.controls.perform(.stop) }
                         }
                     case .notice(let words):
                         printError("route cast: \(words)", overStatus: true)
@@ -75,21 +75,8 @@ package enum CastTerminal {
         return interrupted.isSet ? .interrupted : code
     }
 
-    private static func press(_ key: CastKey, on session: any CastControls) async {
-        do {
-            switch key {
-            case .togglePause: try await session.togglePause()
-            case .seekBack: try await session.seek(.relative(-10))
-            case .seekForward: try await session.seek(.relative(10))
-            case .volumeUp: try await session.changeVolume(by: 0.05)
-            case .volumeDown: try await session.changeVolume(by: -0.05)
-            case .toggleMute: try await session.toggleMute()
-            case .next: try await session.next()
-            case .quit: try await session.stop()
-            }
-        } catch {
-            printError("\(error)", overStatus: true)
-        }
+    private static func press(_ key: CastKey, on session: any SessionCommandTaker) async {
+        do { try await session.perform(key.command) } catch { printError("\(error)", overStatus: true) }
     }
 
     /// Says which device a loosely matching query was taken to mean.
@@ -100,25 +87,12 @@ package enum CastTerminal {
     }
 }
 
-/// The keys' commands, as a session in this process and one the route service plays both take them.
-package protocol CastControls: Sendable {
-    func togglePause() async throws
-    func seek(_ target: SeekTarget) async throws
-    func changeVolume(by step: Double) async throws
-    func toggleMute() async throws
-    func next() async throws
-    func stop() async throws
-}
-
-extension QueueSession: CastControls {}
-extension RemoteSession: CastControls {}
-
 /// What `route cast`'s terminal drives: a session in this process, or one the route service plays.
 package protocol DrivenCast: Sendable {
     /// Statuses and notices in order, for one reader; ends with the cast.
     func playbackEvents() -> AsyncStream<QueueEvent>
     /// Where the keys and signals send their commands.
-    var controls: any CastControls { get }
+    var controls: any SessionCommandTaker { get }
 }
 
 /// The options of `cast` beyond the device: `--via`, `--subtitles`/`--no-subtitles`, `--image-duration`, and

@@ -112,5 +112,5 @@ package final class ServiceCast: DrivenCast {
         return .success
     }
 
-    package var controls: any CastControls { session }
+    package var controls: any SessionCommandTaker { session }
 }

@@ -2,56 +2,47 @@
 // side, and the answering side inside the cast.
 
 import Foundation
+import RouteControl
 import RouteCore
 
 package enum Control {
-    /// The asking side: finds the session for `--to` and sends it the command. `route status --to D` when no cast of
-    /// route's plays on D is `observe`'s (it finds D on the network and reads what it plays).
+    /// The asking side: finds the cast for `--to` — a `route cast`'s socket, or a session of the service's — and sends
+    /// it the command. `route status --to D` when no cast of route's plays on D is `observe`'s (it finds D on the
+    /// network and reads what it plays).
     package static func run(_ command: String, _ parsed: ParsedArguments,
                     observe: (_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode) async throws -> ExitCode {
-        var request = ControlRequest(command: command, value: parsed.positionals.first)
-        if command == "seek", SeekTarget(parsing: request.value ?? "") == nil {
-            throw UsageError(description: "\"\(request.value ?? "")\" is not a position; use 90, 1:30, +30 or -10")
+        let request = ControlRequest(command: command, value: parsed.positionals.first)
+        var said: SessionCommand?
+        if command != "status" {
+            do { said = try SessionCommand(word: command, value: request.value) } catch { throw UsageError(description: "\(error)") }
         }
-        if command == "volume" {
-            guard let level = Double(request.value ?? ""), (0...100).contains(level) else {
-                throw UsageError(description: "volume takes a level from 0 to 100, not \"\(request.value ?? "")\"")
-            }
-            request.value = String(level)
-        }
-        if command == "mute" {
-            guard let value = request.value, ["on", "off"].contains(value) else {
-                throw UsageError(description: "mute takes on or off, not \"\(request.value ?? "")\"")
-            }
-        }
-        let sessions = try ControlClient.liveSessions()
+        let casts = try await OurCasts.all(service: ServiceMode.mayAsk)
         if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [MediaDevice.thisComputer]) == nil,
-           DeviceMatcher.candidates(for: query, in: sessions.map(\.device)) == nil {
+           DeviceMatcher.candidates(for: query, in: casts.map(\.device)) == nil {
             // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
             return try await observe(query, parsed)
         }
-        guard !sessions.isEmpty else {
+        guard !casts.isEmpty else {
             throw RouteError.notCasting(query: parsed["to"])
         }
-        let socket: String
+        let cast: OurCast
         if let query = parsed["to"] {
-            let device = try DeviceMatcher.pick(query, in: sessions.map(\.device))
-            socket = sessions.first { $0.device.id == device.id }!.socket
+            let device = try DeviceMatcher.pick(query, in: casts.map(\.device))
+            cast = casts.first { $0.device.id == device.id }!
         } else {
-            guard sessions.count == 1 else {
-                throw RouteError.ambiguousDevice(query: "", matches: sessions.map(\.device.name))
+            guard casts.count == 1 else {
+                throw RouteError.ambiguousDevice(query: "", matches: casts.map(\.device.name))
             }
-            socket = sessions[0].socket
+            cast = casts[0]
         }
-        let reply = try ControlClient.send(request, to: socket)
-        guard reply.ok else {
-            throw RouteError.commandFailed(device: reply.device?.name ?? "device", command: command, reason: reply.error ?? "failed")
-        }
-        if command == "status", let status = reply.status {
+        if let said {
+            try await cast.perform(said, word: request)
+        } else {
+            let (device, title, status) = try await cast.status()
             if parsed.has("json") {
-                print(try JSONOutput.string(StatusReport(device: reply.device, title: reply.title, status: status)))
+                print(try JSONOutput.string(StatusReport(device: device, title: title, status: status)))
             } else {
-                printOutput(statusLine(device: reply.device?.name ?? "", title: reply.title, status: status))
+                printOutput(statusLine(device: device?.name ?? "", title: title, status: status))
             }
         }
         return .success
@@ -65,27 +56,11 @@ package enum Control {
         return "\(DisplayText.clean(device)): \(status.state.rawValue) \(title.map { DisplayText.clean($0) } ?? "") \(formatClock(status.position))\(duration)\(volume)"
     }
 
-    /// The answering side, inside `route cast`: applies a request to the session (a stop through `stop` when given:
-    /// a movable cast stops a move under way too).
-    package static func handle(_ request: ControlRequest, session: QueueSession,
-                               stop: (@Sendable () async throws -> Void)? = nil) async -> ControlReply {
+    /// The answering side, inside `route cast`: applies a request to the session.
+    package static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
         do {
-            switch request.command {
-            case "describe", "status": break
-            case "play": try await session.play()
-            case "pause": try await session.pause()
-            case "stop": try await (stop ?? session.stop)()
-            case "next": try await session.next()
-            case "seek":
-                guard let target = SeekTarget(parsing: request.value ?? "") else { throw UsageError(description: "bad position") }
-                try await session.seek(target)
-            case "volume":
-                guard let level = Double(request.value ?? "") else { throw UsageError(description: "bad volume") }
-                try await session.setVolume(level / 100)
-            case "mute":
-                try await session.setMuted(request.value == "on")
-            default:
-                throw UsageError(description: "unknown command \(request.command)")
+            if !["describe", "status"].contains(request.command) {
+                try await session.perform(SessionCommand(word: request.command, value: request.value))
             }
             let status = await session.playback
             return ControlReply(ok: true, device: session.device, title: status.title, status: status)

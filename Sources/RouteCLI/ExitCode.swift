@@ -23,7 +23,8 @@ package enum ExitCode: Int32 {
     package static let documentation = """
     Exit codes:
       0    done (a cast played to its end, or a command succeeded)
-      1    playback failed or the device refused a command
+      1    playback failed, the device refused a command, or this machine is not set up for it (its runtime
+           directory not private, no session bus for the service, no display or terminal for the picker)
       2    the command line is wrong
       3    a file is missing, unreadable, empty, a directory, or not media
       4    no device matches the name, or several do

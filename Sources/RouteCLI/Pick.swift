@@ -26,11 +26,11 @@ package enum Pick {
     }
 
     /// The terminal picker over the devices `heard` finds (asked only once there is a terminal to ask on).
-    /// - Throws: `SetupError` when there is no terminal to ask on either.
+    /// - Throws: `RouteError` (`notSetUp`) when there is no terminal to ask on either.
     package static func inTerminal(_ parsed: ParsedArguments, heard: () async throws -> [MediaDevice]) async throws -> ExitCode {
         let media = try parsed["media"].map(PickMedia.init(option:))
         guard KeyReader.isAvailable else {
-            throw SetupError(description: "route pick needs a display (DISPLAY, WAYLAND_DISPLAY) with the route service, or a terminal to ask on")
+            throw RouteError(.notSetUp, "route pick needs a display (DISPLAY, WAYLAND_DISPLAY) with the route service, or a terminal to ask on")
         }
         let devices = try await heard()
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }

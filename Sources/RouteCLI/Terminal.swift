@@ -7,6 +7,20 @@ import Synchronization
 /// A key that controls a cast.
 package enum CastKey {
     case togglePause, seekBack, seekForward, volumeUp, volumeDown, toggleMute, next, quit
+
+    /// What the key says to the session.
+    package var command: SessionCommand {
+        switch self {
+        case .togglePause: return .togglePause
+        case .seekBack: return .seek(.relative(-10))
+        case .seekForward: return .seek(.relative(10))
+        case .volumeUp: return .changeVolume(0.05)
+        case .volumeDown: return .changeVolume(-0.05)
+        case .toggleMute: return .toggleMute
+        case .next: return .next
+        case .quit: return .stop
+        }
+    }
 }
 
 /// Puts the terminal in character mode (no echo, no line buffering) and reads keys.

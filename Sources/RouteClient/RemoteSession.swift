@@ -7,7 +7,7 @@ import RouteGIO
 import Synchronization
 
 /// A session the service plays: its statuses and its controls.
-public final class RemoteSession: Sendable {
+public final class RemoteSession: SessionCommandTaker {
     private let bus: DBusConnection
     /// The session's object path.
     public let path: String
@@ -114,28 +114,29 @@ public final class RemoteSession: Sendable {
         return try DBusCoding.decode(QueueStatus.self, from: value.unwrapped)
     }
 
-    public func play() async throws { _ = try await session("Play") }
-    public func pause() async throws { _ = try await session("Pause") }
-    public func togglePause() async throws { _ = try await session("TogglePause") }
-    /// Stops the device and ends the session.
-    public func stop() async throws { _ = try await session("Stop") }
-    public func next() async throws { _ = try await session("Next") }
-    /// Seeks to `position` seconds.
-    public func seek(to position: Double) async throws { _ = try await session("Seek", [.double(position)]) }
-    /// Seeks by `offset` seconds (negative: back).
-    public func seek(by offset: Double) async throws { _ = try await session("SeekBy", [.double(offset)]) }
-    /// Seeks to a position or by an offset.
-    public func seek(_ target: SeekTarget) async throws {
-        switch target {
-        case .absolute(let position): try await seek(to: position)
-        case .relative(let offset): try await seek(by: offset)
-        }
+    /// Sends `command` to the session (the method that says it: `SessionCommand.dbusCall`).
+    public func perform(_ command: SessionCommand) async throws {
+        let (method, arguments) = command.dbusCall
+        _ = try await session(method, arguments)
     }
+
+    public func play() async throws { try await perform(.play) }
+    public func pause() async throws { try await perform(.pause) }
+    public func togglePause() async throws { try await perform(.togglePause) }
+    /// Stops the device and ends the session.
+    public func stop() async throws { try await perform(.stop) }
+    public func next() async throws { try await perform(.next) }
+    /// Seeks to `position` seconds.
+    public func seek(to position: Double) async throws { try await perform(.seek(.absolute(position))) }
+    /// Seeks by `offset` seconds (negative: back).
+    public func seek(by offset: Double) async throws { try await perform(.seek(.relative(offset))) }
+    /// Seeks to a position or by an offset.
+    public func seek(_ target: SeekTarget) async throws { try await perform(.seek(target)) }
     /// Sets the volume (0…1).
-    public func setVolume(_ level: Double) async throws { _ = try await session("SetVolume", [.double(level)]) }
-    public func changeVolume(by step: Double) async throws { _ = try await session("ChangeVolume", [.double(step)]) }
-    public func setMuted(_ muted: Bool) async throws { _ = try await session("SetMuted", [.boolean(muted)]) }
-    public func toggleMute() async throws { _ = try await session("ToggleMute") }
+    public func setVolume(_ level: Double) async throws { try await perform(.setVolume(level)) }
+    public func changeVolume(by step: Double) async throws { try await perform(.changeVolume(step)) }
+    public func setMuted(_ muted: Bool) async throws { try await perform(.setMuted(muted)) }
+    public func toggleMute() async throws { try await perform(.toggleMute) }
     /// Leaves the session to the service: it no longer ends when this process leaves the bus.
     public func detach() async throws { _ = try await session("Detach") }
     /// Moves the session to `device` (a name, id or address), as `RouteServiceClient.move(to:from:)` does.

@@ -37,6 +37,11 @@ public final class RouteServiceClient: Sendable {
     /// login, is none).
     public static var sessionBusExists: Bool { DBusConnection.sessionBusAnswers }
 
+    /// Whether the service runs now (asking it anything else would start it where the bus can).
+    public func isRunning() async throws -> Bool {
+        do { return try await bus.nameHasOwner(RouteServiceAPI.busName) } catch let error as DBusError { throw RouteServiceError.received(error) }
+    }
+
     /// Starts `executable service` when nobody has the service's name and the bus cannot activate it.
     private func start(_ executable: String) async throws {
         if try await bus.nameHasOwner(RouteServiceAPI.busName) { return }

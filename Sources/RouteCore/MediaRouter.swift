@@ -10,7 +10,8 @@ import Synchronization
 /// task. Routes of different providers that share a deduplication id are one device; two routes of one
 /// provider never are (two renderers on one host are two devices).
 public actor MediaRouter {
-    private let providers: [any RouteProvider]
+    /// The providers it runs, in order of preference.
+    public nonisolated let providers: [any RouteProvider]
     private let discovery: DiscoveryServices
     private let log: RouteLog
     private nonisolated let table: RouteTable
@@ -377,6 +378,18 @@ final class RouteTable: Sendable {
             let list = order.compactMap { state.statuses[$0] }
             if list != statuses.latest { statuses.send(list) }
             return result
+        }
+    }
+}
+
+extension MediaRouter {
+    /// Runs `body` while the router discovers (`run()`), then ends discovery and waits until every provider has
+    /// stopped: a command that looks for devices for a while leaves nothing running behind it.
+    public nonisolated func discovering<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self, returning: T.self) { group in
+            group.addTask { await self.run() }
+            defer { group.cancelAll() }
+            return try await body()
         }
     }
 }

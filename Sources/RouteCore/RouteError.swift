@@ -33,6 +33,9 @@ public struct RouteError: Error, Equatable, CustomStringConvertible, Sendable {
         /// What was given to play cannot be played as given: a file that is missing, unreadable, empty, a directory,
         /// a pipe or socket, or not media.
         public static let badInput = Code(rawValue: "BadInput")
+        /// This machine is not set up so that route can work, or work safely: its runtime directory, a session bus,
+        /// a display, the service's name taken by another.
+        public static let notSetUp = Code(rawValue: "NotSetUp")
     }
 
     /// What kind of problem it is.

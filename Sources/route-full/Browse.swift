@@ -126,12 +126,12 @@ enum PluginsCommand {
 
 enum ProvidersCommand {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        let (router, _) = try Providers.router(parsed)
+        let router = try Providers.router(parsed)
         let timeout = try CommonOptions.timeout(parsed)
-        let discovery = Task { await router.run() }
-        try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-        let states = router.providerStates
-        discovery.cancel()
+        let states = try await router.discovering {
+            try? await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+            return router.providerStates
+        }
         if parsed.has("json") {
             print(try JSONOutput.string(states))
             return .success

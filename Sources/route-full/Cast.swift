@@ -3,6 +3,7 @@
 
 import Foundation
 import RouteCLI
+import RouteControl
 import RouteCore
 import RouteMedia
 import MediaRouting
@@ -35,11 +36,19 @@ enum Cast {
         let probes = try await ProbeAhead.probingFirst(options.shuffle ? queue.entries.shuffled() : queue.entries) {
             printError("route cast: \($0)")
         }
-        let (router, providers) = try Providers.router(parsed)
-        let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
-        await probes.playing(on: device)
-        _ = try await probes.info(0)
-        return try await play(probes, on: device, router: router, options: options)
+        do {
+            let router = try Providers.router(parsed)
+            let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)
+            await probes.playing(on: device)
+            _ = try await probes.info(0)
+            let code = try await play(probes, on: device, router: router, options: options)
+            await probes.cancel()
+            return code
+        } catch {
+            // Items probed ahead (a slow URL, a page) do not outlive the cast.
+            await probes.cancel()
+            throw error
+        }
     }
 
     /// Plays the queue in this process with status, keys, the control socket and the desktop's controls; the exit
@@ -49,6 +58,7 @@ enum Cast {
         let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
         defer { cast.preparer.close() }
         let session = cast.session
+        try await OurCasts.checkFree(device, service: ServiceMode.mayAsk)
         let control = try SessionControlServer(device: device) { request in
             await Control.handle(request, session: session)
         }
@@ -72,7 +82,7 @@ enum Cast {
 
 extension QueuedCast: DrivenCast {
     package func playbackEvents() -> AsyncStream<QueueEvent> { events }
-    package var controls: any CastControls { session }
+    package var controls: any SessionCommandTaker { session }
 }
 
 /// Chooses the device for `cast`: by address (no discovery), by name (local first, then discovery),
@@ -85,9 +95,10 @@ enum DeviceChoice {
             // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
             if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
-            let discovery = Task { await router.run() }
-            defer { discovery.cancel() }
-            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: try CommonOptions.timeout(parsed))
+            let timeout = try CommonOptions.timeout(parsed)
+            let device = try await router.discovering {
+                try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout)
+            }
             CastTerminal.sayMeaning(of: query, device)
             return device
         }
@@ -95,10 +106,11 @@ enum DeviceChoice {
             guard let device = local.first else { throw RouteError.unknownDevice(query: "", candidates: []) }
             return device
         }
-        let discovery = Task { await router.run() }
-        defer { discovery.cancel() }
-        try await Task.sleep(for: .milliseconds(Int(try CommonOptions.timeout(parsed) * 1000)))
-        let devices = router.devices
+        let timeout = try CommonOptions.timeout(parsed)
+        let devices = try await router.discovering {
+            try await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
+            return router.devices
+        }
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
         if devices.count == 1 { return devices[0] }
         guard KeyReader.isAvailable else {

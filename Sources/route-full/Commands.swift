@@ -73,11 +73,9 @@ enum Providers {
         return names.isEmpty ? nil : names
     }
 
-    /// A router over the selected providers, logging to stderr, and those providers.
-    static func router(_ parsed: ParsedArguments) throws -> (MediaRouter, [any RouteProvider]) {
-        let providers = try StandardProviders.make(try names(parsed))
-        return (MediaRouter(providers: providers, discovery: StandardProviders.discovery(for: providers, log: CLILog.root), log: CLILog.root),
-                providers)
+    /// The standard router (MediaRouter.standard()) over the selected providers, logging to stderr.
+    static func router(_ parsed: ParsedArguments) throws -> MediaRouter {
+        try MediaRouter.standard(providers: try names(parsed), log: CLILog.root)
     }
 
     /// Whether any of these providers discovers over the network.

@@ -12,12 +12,14 @@ enum ObservedStatus {
     static let listen: Duration = .seconds(2)
 
     static func report(_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode {
-        let (router, providers) = try Providers.router(parsed)
+        let router = try Providers.router(parsed), providers = router.providers
         guard Providers.discoverNetwork(providers) else { throw RouteError.notCasting(query: query) }
-        let discovery = Task { await router.run() }
-        defer { discovery.cancel() }
-        let device = try await router.waitForDevice(matching: query, timeout: try CommonOptions.timeout(parsed))
-        guard let (route, status) = await observe(device, router: router) else { throw RouteError.notCasting(query: query) }
+        let timeout = try CommonOptions.timeout(parsed)
+        let (device, observed) = try await router.discovering {
+            let device = try await router.waitForDevice(matching: query, timeout: timeout)
+            return (device, await observe(device, router: router))
+        }
+        guard let (route, status) = observed else { throw RouteError.notCasting(query: query) }
         let shown = device.preferring(route)
         if parsed.has("json") {
             var report = StatusReport(device: shown, title: status.title, status: status)

@@ -1,19 +1,22 @@
-// `route service`: the service in the foreground, or with --background as route starts it on first use.
+// `route service`: the service (the RouteService library) in the foreground, or with --background as route starts
+// it on first use.
 
 import Foundation
 import RouteCLI
 import RouteClient
+import RouteControl
+import RouteCore
 import RouteGIO
+import RouteService
 
 enum ServiceCommand {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         if parsed.has("background") { try leaveTerminal() }
         let bus: DBusConnection
         do { bus = try DBusConnection.session() } catch {
-            throw SetupError(description: "the route service needs a session bus: \(error)")
+            throw RouteError(.notSetUp, "the route service needs a session bus: \(error)")
         }
-        let (router, providers) = try Providers.router(parsed)
-        let service = RouteService(bus: bus, router: router, providers: providers)
+        let service = RouteService(bus: bus, router: try Providers.router(parsed), log: CLILog.root)
         let stopping = InterruptFlag()
         // The first signal ends the sessions (their devices stop); a second one exits at once.
         let signals = SignalHandlers {

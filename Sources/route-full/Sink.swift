@@ -29,7 +29,7 @@ enum Sink {
             }
             settings.server = chosen
         }
-        let (router, providers) = try Providers.router(parsed)
+        let router = try Providers.router(parsed), providers = router.providers
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         let servers = MediaServers(log: CLILog.root)
         defer { servers.close() }

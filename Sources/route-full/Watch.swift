@@ -7,19 +7,20 @@ import Foundation
 import RouteCLI
 import NowPlaying
 import MediaRouting
+import RouteControl
 import RouteCore
 import Synchronization
 
 enum Watch {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         if ServiceMode.applies(parsed) { return try await throughService(parsed) }
-        let (router, providers) = try Providers.router(parsed)
+        let router = try Providers.router(parsed), providers = router.providers
         guard Providers.discoverNetwork(providers) else {
             throw UsageError(description: "route watch follows network devices; --providers names none (local is this computer's own output)")
         }
         let stopped = InterruptFlag()
         let output = WatchOutput(json: parsed.has("json"))
-        let mirroring = SessionMirroring(router: router, isOurs: { await OwnCasts.play(on: $0) }) { output.say($0) }
+        let mirroring = SessionMirroring(router: router, isOurs: { await OurCasts.play(on: $0, service: ServiceMode.mayAsk) }) { output.say($0) }
         let watching = Task<Void, Never> {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await router.run() }
@@ -62,21 +63,6 @@ enum Watch {
         await UntilInterrupted.wait(for: watching, stopped: stopped)
         // Discovery does not end by itself: anything but a signal or a closed output is a failure.
         return stopped.isSet ? .interrupted : closed.isSet ? .success : .failure
-    }
-}
-
-/// Whether a `route cast` of this user, or a session of the route service, plays on a device (its control socket
-/// answers for one of its routes).
-enum OwnCasts {
-    private static let threads = BlockingThreads(name: "route-watch-casts", count: 1)
-
-    static func play(on device: MediaDevice) async -> Bool {
-        let routes = Set(device.routes.map(\.id))
-        // Socket I/O with timeouts (8 s for a cast that does not answer): never on the cooperative pool.
-        let sessions = (try? await threads.run(timeout: .seconds(60), timedOut: { CancellationError() }) {
-            (try? ControlClient.liveSessions(removingStale: false)) ?? []
-        }) ?? []
-        return sessions.contains { $0.device.id == device.id || !routes.isDisjoint(with: $0.device.routes.map(\.id)) }
     }
 }
 

@@ -1,5 +1,5 @@
-// ThinRoute: which commands the thin `route` runs itself — those the route service or a cast's control socket answers —
-// and the hand-over of every other one to route-full.
+// ThinRoute: which commands the thin `route` runs itself — those the route service (its sessions too) or a `route
+// cast`'s control socket answers — and the hand-over of every other one to route-full.
 
 import Foundation
 import RouteCLI
@@ -7,8 +7,8 @@ import RouteCore
 
 /// The commands `route` runs without route-full.
 enum ThinRoute {
-    /// Runs `name` through the service when it applies and its files are plain, or through the control socket of the
-    /// cast it names; anything else becomes route-full (which says what is wrong with a file exactly as it always has).
+    /// Runs `name` through the service when it applies and its files are plain, or, for a control command, through the
+    /// service's session or the `route cast`'s control socket it names; anything else becomes route-full (which says what is wrong with a file exactly as it always has).
     static func perform(_ name: String, _ parsed: ParsedArguments) async throws -> ExitCode {
         switch name {
         case "devices" where ServiceMode.applies(parsed):
@@ -22,7 +22,7 @@ enum ThinRoute {
         case "pick" where ServiceMode.applies(parsed):
             return try await Pick.throughService(parsed)
         case _ where Specs.controls.contains(where: { $0.command == name }):
-            // A cast's own control socket answers; a device no cast of route's plays is observed by route-full.
+            // The service's session or a `route cast`'s control socket answers; a device no cast of route's plays is observed by route-full.
             return try await Control.run(name, parsed) { _, _ in FullRoute.exec(CommandLine.arguments) }
         default:
             FullRoute.exec(CommandLine.arguments)

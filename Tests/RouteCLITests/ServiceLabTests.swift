@@ -61,7 +61,17 @@ extension LabTests {
                     let player = try await bus.waitForPlayer(within: 5)
                     #expect(player == "route.service_\(service.process.processIdentifier)_1", "\(player)")
 
-                    // Two clients control one session: the CLI over its control socket, an app over D-Bus.
+                    // Two clients control one session, both over D-Bus: the CLI (the service's sessions open no control
+                    // socket) and an app.
+                    let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.runtimeDir)) ?? []).filter { $0.hasSuffix(".sock") }
+                    #expect(sockets.isEmpty, "a service session opened \(sockets)")
+                    // So an in-process cast asks the service whether one of route's plays there.
+                    let second = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--providers", "upnp"], environment: bus.environment, timeout: 20)
+                    #expect(second.status == 1 && second.stderr.contains("another `route cast` is already playing there"), "\(second)")
+                    // And the service refuses a second session there.
+                    let secondDetached = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--detach"], environment: environment)
+                    #expect(secondDetached.status == 1 && secondDetached.stderr.contains("another `route cast` is already playing there"), "\(secondDetached)")
+                    #expect(try Lab.transportState() == "PLAYING")
                     let paused = try await sandbox.run(["pause", "--to", Lab.rendererName], environment: environment)
                     #expect(paused.status == 0, "\(paused)")
                     try await Lab.until("the renderer is paused by route pause", within: 3) { try Lab.transportState() == "PAUSED_PLAYBACK" }

@@ -9,7 +9,7 @@ import Testing
 @Suite struct ErrorVocabularyTests {
     static let codes: [RouteError.Code] = [
         .unknownDevice, .ambiguousDevice, .deviceUnreachable, .unusableDevice, .commandFailed, .unsupported, .unknownAddress,
-        .notCasting, .playbackFailed, .mediaRefused, .badInput, RouteError.Code(rawValue: "SomethingNew"),
+        .notCasting, .playbackFailed, .mediaRefused, .badInput, .notSetUp, RouteError.Code(rawValue: "SomethingNew"),
     ]
 
     @Test(arguments: codes)

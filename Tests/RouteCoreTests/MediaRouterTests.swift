@@ -283,6 +283,70 @@ extension MediaRoute {
 }
 
 /// Providers have a life: starting, running, failed (their routes dropped), run again after a backoff.
+/// A provider that takes a while to stop once cancelled (as one letting its sockets and subscriptions go does), and
+/// says when it has.
+struct SlowStoppingProvider: RouteProvider {
+    let name = "slow"
+    let started = StopFlag()
+    let stopped = StopFlag()
+
+    func run(_ context: ProviderContext) async throws {
+        started.set()
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        // Cleaning up after cancellation: a sleep that cancellation does not cut short.
+        await Task.detached { try? await Task.sleep(for: .milliseconds(200)) }.value
+        stopped.set()
+    }
+
+    func route(at address: String, context: ProviderContext) async throws -> MediaRoute? { nil }
+
+    func controller(for route: MediaRoute, context: ProviderContext) async throws -> any RouteController {
+        throw RouteError.unsupported(device: route.name, what: "be controlled in tests")
+    }
+}
+
+/// Set once, read from any thread.
+final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
+
+    /// Waits until it is set, at most 10 s.
+    func wait() async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isSet {
+            guard ContinuousClock.now < deadline else { throw RouteError.deviceUnreachable(device: "slow", reason: "it did not start within 10 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+@Suite struct DiscoveringTests {
+    @Test func discoveringReturnsWhatItsBodyReturnsOnlyOnceEveryProviderHasStopped() async throws {
+        let provider = SlowStoppingProvider()
+        let router = MediaRouter(providers: [provider])
+        // The body returns once the provider runs: one cancelled before it started has nothing to stop.
+        let answer = try await router.discovering {
+            try await provider.started.wait()
+            return 42
+        }
+        #expect(answer == 42)
+        #expect(provider.stopped.isSet, "discovery still ran after discovering returned")
+    }
+
+    @Test func aBodyThatThrowsStillEndsDiscoveryFirst() async {
+        let provider = SlowStoppingProvider()
+        let router = MediaRouter(providers: [provider])
+        await #expect(throws: RouteError.self) {
+            try await router.discovering {
+                try await provider.started.wait()
+                throw RouteError.notCasting(query: "x")
+            }
+        }
+        #expect(provider.stopped.isSet)
+    }
+}
+
 @Suite struct ProviderLifecycleTests {
     @Test func aProviderThatFailsIsShownFailedItsRoutesDroppedAndItIsRunAgain() async throws {
         let flaky = route("Flaky Speaker", id: "flaky-1", provider: "flaky")

@@ -1,11 +1,11 @@
-// ServiceSession: one cast the service plays — its object on the bus (methods, properties, the Ended signal), its
-// MPRIS player, and the control socket that `route pause --to DEVICE` reaches, for as long as it plays, on one device
-// after another when it is moved.
+// ServiceSession: one cast the service plays — its object on the bus (methods, properties, the Ended signal, which
+// `route pause|status --to DEVICE` reach too) and its MPRIS player, for as long as it plays, on one device after
+// another when it is moved.
 
 import Foundation
-import RouteCLI
 import MediaRouting
 import RouteClient
+import RouteControl
 import RouteCore
 import RouteGIO
 import RouteMedia
@@ -25,7 +25,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let cast: MovableCast
     /// Finds the device a `Move` names.
     private let find: @Sendable (String) async throws -> MediaDevice
+    /// Whether one of route's casts other than the session at the path given plays on a device (a move there is refused).
+    private let taken: @Sendable (MediaDevice, String) async -> Bool
     private let bus: DBusConnection
+    /// Where the session's notices are said besides its Notice signal.
+    private let log: RouteLog
     private let number: Int
     /// The descriptors of the files a client sent: open as long as the session plays them.
     private let descriptors: [DBusDescriptor]
@@ -47,19 +51,17 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
     private let initial: QueueStatus
-    /// The socket `route pause --to DEVICE` reaches (taken when the session is made: one cast per device), and the
-    /// sockets of the devices it moves to, each replacing the last.
-    private let control: SessionControlServer
-    private let moves = AsyncStream<SessionControlServer>.makeStream()
-
-    /// A session of `probes` on `device`; nothing plays until `run()`. `find` finds the device a move names.
+    /// A session of `probes` on `device`; nothing plays until `run()`. `find` finds the device a move names, `taken`
+    /// whether another of route's casts plays on it.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
-         descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], owner: String?, notices: [String] = [], bus: DBusConnection,
-         find: @escaping @Sendable (String) async throws -> MediaDevice) throws {
+         descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], owner: String?, notices: [String] = [], bus: DBusConnection, log: RouteLog,
+         find: @escaping @Sendable (String) async throws -> MediaDevice, taken: @escaping @Sendable (MediaDevice, String) async -> Bool) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
         self.find = find
+        self.taken = taken
         self.bus = bus
+        self.log = log
         self.descriptors = descriptors
         self.allowances = allowances
         state = Mutex(State(owner: owner))
@@ -68,7 +70,6 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let cast = try MovableCast(probes, on: device, router: router, settings: settings, servers: servers)
         for words in notices { cast.say(words) }
         self.cast = cast
-        control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session, stop: cast.stop) }
     }
 
     /// The device playing the session now.
@@ -83,22 +84,12 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// When the session's device last started playing, if it has.
     var startedPlaying: ContinuousClock.Instant? { state.withLock { $0.startedPlaying } }
 
-    /// Moves the session to `device` (MovableCast's `move(to:)`), its control socket with it.
+    /// Moves the session to `device` (MovableCast's `move(to:)`).
     /// - Throws: `RouteError` when another cast plays there, or the device does not take it (it plays on where it was).
     func move(to device: MediaDevice) async throws {
-        let cast = self.cast
         try cast.checkMove(to: device)
-        // Another cast there is refused before anything moves; the socket is taken once the device plays (taken
-        // before, it would not answer while the device starts, and would be taken for a dead one's).
-        try SessionControlServer.checkFree(for: device)
+        if await taken(device, path) { throw OurCasts.taken(device) }
         try await cast.move(to: device)
-        do {
-            let control = try SessionControlServer(device: device) { await Control.handle($0, session: cast.session, stop: cast.stop) }
-            // The session may have ended meanwhile: then nobody serves the new socket.
-            if case .terminated = moves.continuation.yield(control) { control.discard() }
-        } catch {
-            cast.say("route pause|stop|status --to \(device.name) cannot reach this cast: \(error)")
-        }
     }
 
     /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
@@ -108,7 +99,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         state.withLock { $0.registration = registration }
     }
 
-    /// Plays the queue with its object (`publish()` first), player and control socket; returns when it has ended and
+    /// Plays the queue with its object (`publish()` first) and player; returns when it has ended and
     /// said so.
     func run() async {
         guard let registration = state.withLock({ $0.registration }) else {
@@ -137,14 +128,13 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                         bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: changed)
                     }
                 case .notice(let words):
-                    printError("route service: \(device.name): \(words)")
+                    log(.notice, "\(device.name): \(words)")
                     bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Notice", arguments: [.string(words)])
                 }
             }
         }
         var failure: (any Error)?
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.serveControl() }
             let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)"
             group.addTask { await CastPublication.run(cast, probes: probes, id: id) { _ in } }
             do { try await cast.run() } catch { failure = error }
@@ -154,23 +144,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let reason = failure == nil ? state.withLock { $0.ending } ?? .finished : .failed
         // A failure, or else the first file the queue had to skip: a client's exit code comes from it.
         let skipped = await cast.session.skipped.first?.error
-        let error = (failure ?? skipped).map { ServiceErrors.dbus($0) }
+        let error = (failure ?? skipped).map { RouteServiceAPI.dbusError($0) }
         bus.emit(path: path, interface: RouteServiceAPI.sessionInterface, signal: "Ended",
                  arguments: [.string(reason.rawValue), .string(error?.name ?? ""), .string(error?.message ?? "")])
-    }
-
-    /// Answers `route pause --to DEVICE` for the device playing the session: its socket, then each moved-to
-    /// device's in turn, until cancelled.
-    private func serveControl() async {
-        var moved = moves.stream.makeAsyncIterator()
-        var serving: SessionControlServer? = control
-        while let server = serving {
-            serving = await withTaskGroup(of: Void.self) { group in
-                group.addTask { await server.run() }
-                defer { group.cancelAll() }
-                return await moved.next()
-            }
-        }
     }
 
     /// Ends the session for `reason`: its device stops.
@@ -183,26 +159,15 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     // MARK: The object
 
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
-        let session = cast.session
         let text = arguments.first.flatMap { if case .string(let value) = $0 { return value }; return nil }
-        let number = arguments.first.flatMap { if case .double(let value) = $0 { return value }; return nil }
-        let flag = arguments.first.flatMap { if case .boolean(let value) = $0 { return value }; return nil }
         Task {
             do {
+                if let command = try SessionCommand(dbusMethod: method, arguments: arguments) {
+                    if command == .stop { state.withLock { if $0.ending == nil { $0.ending = .stopped } } }
+                    try await cast.perform(command)
+                    return reply(.success([]))
+                }
                 switch method {
-                case "Play": try await session.play()
-                case "Pause": try await session.pause()
-                case "TogglePause": try await session.togglePause()
-                case "Stop":
-                    state.withLock { if $0.ending == nil { $0.ending = .stopped } }
-                    try await cast.stop()
-                case "Next": try await session.next()
-                case "Seek": try await session.seek(.absolute(try Self.finite(number, "Seek", 0...1e7)))
-                case "SeekBy": try await session.seek(.relative(try Self.finite(number, "SeekBy", -1e7...1e7)))
-                case "SetVolume": try await session.setVolume(try Self.finite(number, "SetVolume", 0...1))
-                case "ChangeVolume": try await session.changeVolume(by: try Self.finite(number, "ChangeVolume", -1...1))
-                case "SetMuted": try await session.setMuted(flag ?? false)
-                case "ToggleMute": try await session.toggleMute()
                 case "Detach":
                     state.withLock { $0.owner = nil }
                     bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: ["EndsWithClient": .boolean(false)])
@@ -215,18 +180,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                 }
                 reply(.success([]))
             } catch {
-                reply(.failure(ServiceErrors.dbus(error)))
+                reply(.failure(RouteServiceAPI.dbusError(error)))
             }
         }
-    }
-
-    /// `value` when it is a number in `range`, else an InvalidArgs error that says which.
-    private static func finite(_ value: Double?, _ method: String, _ range: ClosedRange<Double>) throws -> Double {
-        guard let value, value.isFinite, range.contains(value) else {
-            throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                            "\(method) takes a number from \(range.lowerBound) to \(range.upperBound), not \(value.map { "\($0)" } ?? "that")")
-        }
-        return value
     }
 
     func property(interface: String, name: String) -> DBusValue? {

@@ -11,6 +11,12 @@ package struct ControlRequest: Codable {
     package var command: String
     /// The argument of `seek` (`+30`, `1:30`) or `volume` (0–100).
     package var value: String?
+
+    /// A request to a running cast.
+    package init(command: String, value: String? = nil) {
+        self.command = command
+        self.value = value
+    }
 }
 
 /// The answer of a running cast.
@@ -20,6 +26,15 @@ package struct ControlReply: Codable {
     package var device: MediaDevice?
     package var title: String?
     package var status: PlaybackStatus?
+
+    /// An answer of a running cast.
+    package init(ok: Bool, error: String? = nil, device: MediaDevice? = nil, title: String? = nil, status: PlaybackStatus? = nil) {
+        self.ok = ok
+        self.error = error
+        self.device = device
+        self.title = title
+        self.status = status
+    }
 }
 
 /// Where sessions put their sockets: `$ROUTE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/route`, else
@@ -37,16 +52,16 @@ package enum SessionDirectory {
     }
 
     /// The directory, created 0700 if missing, once it is known to be private to this user.
-    /// - Throws: `SetupError` naming the directory and what is wrong with it.
+    /// - Throws: `RouteError` (`notSetUp`) naming the directory and what is wrong with it.
     package static func checked() throws -> String {
         let path = self.path
         if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw SetupError(description: "cannot make the runtime directory \(path): \(String(cString: strerror(errno))); "
+            throw RouteError(.notSetUp, "cannot make the runtime directory \(path): \(String(cString: strerror(errno))); "
                 + "set ROUTE_RUNTIME_DIR to a private directory")
         }
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            throw SetupError(description: "cannot use the runtime directory \(path): \(String(cString: strerror(errno)))")
+            throw RouteError(.notSetUp, "cannot use the runtime directory \(path): \(String(cString: strerror(errno)))")
         }
         let problem: String?
         if info.st_mode & S_IFMT == S_IFLNK { problem = "is a symbolic link" }
@@ -55,7 +70,7 @@ package enum SessionDirectory {
         else if info.st_mode & 0o077 != 0 { problem = "is open to other users (mode \(String(info.st_mode & 0o777, radix: 8)))" }
         else { problem = nil }
         if let problem {
-            throw SetupError(description: "refusing the runtime directory \(path): it \(problem), so another user could "
+            throw RouteError(.notSetUp, "refusing the runtime directory \(path): it \(problem), so another user could "
                 + "take over route's control sockets; remove it, or set XDG_RUNTIME_DIR or ROUTE_RUNTIME_DIR to a private directory")
         }
         return path
@@ -83,10 +98,10 @@ package final class SessionControlServer: @unchecked Sendable {
     private let handler: @Sendable (ControlRequest) async -> ControlReply
     private let closed = Atomic<Bool>(false)
 
-    /// Listens for `device` (answering starts with `run()`). Fails when another live `route cast`
-    /// already controls that device.
+    /// Listens for `device` (answering starts with `run()`); a socket there is replaced, so ask
+    /// `OurCasts.checkFree` first.
     package init(device: MediaDevice, handler: @escaping @Sendable (ControlRequest) async -> ControlReply) throws {
-        try Self.checkFree(for: device)
+        _ = try SessionDirectory.checked()
         path = SessionDirectory.socket(for: device)
         self.handler = handler
         unlink(path)
@@ -119,23 +134,6 @@ package final class SessionControlServer: @unchecked Sendable {
             // Wakes a waiting accept(); a request being answered is finished first.
             shutdown(fd, Int32(SHUT_RDWR))
         }
-    }
-
-    /// Throws when another live `route cast` controls `device` (a stale socket is no obstacle).
-    package static func checkFree(for device: MediaDevice) throws {
-        _ = try SessionDirectory.checked()
-        let path = SessionDirectory.socket(for: device)
-        guard FileManager.default.fileExists(atPath: path),
-              (try? ControlClient.send(ControlRequest(command: "describe"), to: path)) != nil else { return }
-        throw RouteError.commandFailed(device: device.name, command: "cast",
-                                       reason: "another `route cast` is already playing there; stop it first (`route stop --to \"\(device.name)\"`)")
-    }
-
-    /// Closes and removes the socket of a server whose `run()` never started (one made for a move that failed).
-    package func discard() {
-        guard !closed.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        Glibc.close(fd)
-        unlink(path)
     }
 
     private func acceptLoop() {
@@ -181,7 +179,7 @@ package enum ControlClient {
             throw RouteError.deviceUnreachable(device: path, reason: String(cString: strerror(errno)))
         }
         guard peerIsUs(fd) else {
-            throw SetupError(description: "the control socket \(path) is served by another user's process; refusing to talk to it")
+            throw RouteError(.notSetUp, "the control socket \(path) is served by another user's process; refusing to talk to it")
         }
         writeLine(fd, request)
         guard let line = readLine(fd), let reply = try? JSONDecoder().decode(ControlReply.self, from: line) else {
@@ -192,7 +190,7 @@ package enum ControlClient {
 
     /// Live sessions and the devices they play on; stale sockets are removed unless `removingStale` is false
     /// (`route watch` only looks: a cast stopped with Ctrl-Z does not answer, and keeps its socket).
-    /// - Throws: `SetupError` when the runtime directory is not private.
+    /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
     package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
@@ -246,10 +244,10 @@ package enum ControlClient {
 }
 
 /// The Unix-domain address of a control socket.
-/// - Throws: `UsageError` when the path is too long for one.
+/// - Throws: `RouteError` (`notSetUp`) when the path is too long for one.
 private func controlAddress(_ path: String) throws -> SocketAddress {
     guard let address = SocketAddress(unixPath: path) else {
-        throw UsageError(description: "the control socket path \(path) is too long for a Unix socket; set ROUTE_RUNTIME_DIR to a shorter directory")
+        throw RouteError(.notSetUp, "the control socket path \(path) is too long for a Unix socket; set ROUTE_RUNTIME_DIR to a shorter directory")
     }
     return address
 }

@@ -1,10 +1,10 @@
-// `route service`: the per-user route service on the session bus — one router that listens all the time, the
+// RouteService: the per-user route service on the session bus — one router that listens all the time, the
 // manager object apps ask for devices and casts, and the sessions it plays (Documentation/DBUS-API.md).
 
 import Foundation
-import RouteCLI
 import MediaRouting
 import RouteClient
+import RouteControl
 import RouteCore
 import RouteGIO
 import RouteMedia
@@ -12,15 +12,20 @@ import RouteSound
 import Synchronization
 import UPnPProvider
 
-/// The service: owns `io.github.route.Route1`, exports the manager, runs discovery and the sessions.
-final class RouteService: Sendable {
+/// The service: owns `io.github.route.Route1`, exports the manager, runs discovery and the sessions. `route service`
+/// runs one; so can any program that wants to be the service.
+package final class RouteService: Sendable {
     let bus: DBusConnection
     let router: MediaRouter
     let providers: [any RouteProvider]
+    /// Where the service says what happens (a session's notices, desktop controls that are off).
+    let log: RouteLog
     private struct State {
         var devices: [MediaDevice] = []
         var sessions: [String: ServiceSession] = [:]
         var nextSession = 1
+        /// Devices claimed by casts being made (their first item is probed before their session exists).
+        var claims: [UUID: MediaDevice] = [:]
         /// Clients that want the device list, by unique name, and how many streams each reads.
         var watchers: [String: Int] = [:]
         /// The sessions of other controllers mirrored on the desktop, by MPRIS player name.
@@ -30,16 +35,20 @@ final class RouteService: Sendable {
     private let started = ContinuousClock.now
     private let newSessions = AsyncStream<ServiceSession>.makeStream()
     /// One media server per local address serves every session.
-    private let servers = MediaServers(log: CLILog.root)
+    private let servers: MediaServers
     /// The desktop-audio sinks kept on request.
     private let sinks: ServiceSinks
     /// The device picker's windows asked for.
     private let pickers: ServicePickers
 
-    init(bus: DBusConnection, router: MediaRouter, providers: [any RouteProvider]) {
+    /// A service on `bus` over `router` (MediaRouter.standard(), say), saying what happens to `log`; nothing runs
+    /// until `run()`.
+    package init(bus: DBusConnection, router: MediaRouter, log: RouteLog) {
         self.bus = bus
         self.router = router
-        self.providers = providers
+        providers = router.providers
+        self.log = log.named("service")
+        servers = MediaServers(log: log)
         pickers = ServicePickers(bus: bus) { id in router.devices.first { $0.id == id } }
         sinks = ServiceSinks(router: router, servers: servers, emit: { event in
             bus.emit(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, signal: "SinkEvent", arguments: [event])
@@ -50,13 +59,13 @@ final class RouteService: Sendable {
 
     /// Serves until `shutDown()` or the bus goes away; then ends every session (their devices stop, each within its
     /// stop deadline) and returns.
-    /// - Throws: `SetupError` when another service has the name.
-    func run() async throws {
+    /// - Throws: `RouteError` (`notSetUp`) when another service has the name.
+    package func run() async throws {
         let registration = try bus.export(path: RouteServiceAPI.managerPath, introspectionXML: RouteServiceAPI.managerIntrospection,
                                           handler: ManagerObject(service: self))
         defer { registration.end() }
         do { try bus.requestName(RouteServiceAPI.busName) } catch {
-            throw SetupError(description: "another route service already runs on this session bus (\(RouteServiceAPI.busName) is taken)")
+            throw RouteError(.notSetUp, "another route service already runs on this session bus (\(RouteServiceAPI.busName) is taken)")
         }
         defer { bus.releaseName(RouteServiceAPI.busName) }
         searchesChanged()
@@ -83,7 +92,7 @@ final class RouteService: Sendable {
     }
 
     /// Ends the service: no new sessions, every session ends, `run()` returns.
-    func shutDown() {
+    package func shutDown() {
         newSessions.continuation.finish()
         sinks.shutDown()
         pickers.shutDown()
@@ -121,7 +130,7 @@ final class RouteService: Sendable {
     private func searchesChanged() {
         guard StandardProviders.discoverNetwork(providers) else { return }
         let wanted = state.withLock { !$0.watchers.isEmpty }
-        Providers.ssdp.setSearchInterval(wanted ? SSDPService.researchInterval : Self.idleSearchInterval)
+        StandardProviders.sharedDiscovery(log: log).ssdp.setSearchInterval(wanted ? SSDPService.researchInterval : Self.idleSearchInterval)
     }
 
     /// Seconds since discovery started.
@@ -157,7 +166,7 @@ final class RouteService: Sendable {
                 guard let known = self.state.withLock({ $0.mirrors.removeValue(forKey: player) }) else { return }
                 mirror = RouteServiceClient.Mirror(device: device ?? known.device, title: title, player: player, ended: true)
             case .unavailable(let reason):
-                printError("route service: \(reason)")
+                self.log(.notice, reason)
                 return
             }
             guard let value = try? DBusCoding.encode(mirror) else { return }
@@ -166,12 +175,37 @@ final class RouteService: Sendable {
         await mirroring.run()
     }
 
-    /// Whether one of the service's sessions (on its device, or moving to one) or a `route cast` plays on `device`.
-    private func plays(on device: MediaDevice) async -> Bool {
+    /// Whether one of the service's sessions (on its device, or moving to one), a cast being made or a `route cast`
+    /// plays on `device`; the session at `except` is not counted (a move between two routes of the device it plays on
+    /// is its own).
+    private func plays(on device: MediaDevice, except: String? = nil) async -> Bool {
+        if state.withLock({ Self.holds($0, device, except: except) }) { return true }
+        return await OurCasts.play(on: device, service: false)
+    }
+
+    /// Claims `device` for a cast being made, in one step with the question whether one of the service's plays there
+    /// (two Casts to one device at once: one is refused); `release` ends the claim once the session holds the device.
+    /// - Throws: `RouteError` when one of route's casts plays there.
+    private func claim(_ device: MediaDevice) async throws -> UUID {
+        let token = UUID()
+        let claimed = state.withLock { state in
+            guard !Self.holds(state, device, except: nil) else { return false }
+            state.claims[token] = device
+            return true
+        }
+        guard claimed, !(await OurCasts.play(on: device, service: false)) else {
+            release(token)
+            throw OurCasts.taken(device)
+        }
+        return token
+    }
+
+    private func release(_ claim: UUID) { _ = state.withLock { $0.claims.removeValue(forKey: claim) } }
+
+    private static func holds(_ state: State, _ device: MediaDevice, except: String?) -> Bool {
         let routes = Set(device.routes.map(\.id))
-        let ours = state.withLock { $0.sessions.values.flatMap(\.devices) }
-        if ours.contains(where: { $0.id == device.id || !routes.isDisjoint(with: $0.routes.map(\.id)) }) { return true }
-        return await OwnCasts.play(on: device)
+        let held = state.sessions.values.filter { $0.path != except }.flatMap(\.devices) + state.claims.values
+        return held.contains { $0.id == device.id || !routes.isDisjoint(with: $0.routes.map(\.id)) }
     }
 
     // MARK: Calls
@@ -305,15 +339,31 @@ final class RouteService: Sendable {
         }
         let settings = try Self.settings(options, asker: asker)
         let probes = try await ProbeAhead.probingFirst(Self.flag("shuffle", in: options) ? entries.shuffled() : entries) { notices.append($0) }
-        let device = try await find(query, timeout: 3)
-        await probes.playing(on: device)
-        _ = try await probes.info(0)
-        let endsWithClient: Bool
-        if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
-        let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
-        let session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                         descriptors: descriptors, allowances: allowances, owner: endsWithClient ? sender : nil, notices: notices, bus: bus,
-                                         find: { try await self.find($0, timeout: 3) })
+        let claim: UUID, session: ServiceSession
+        do {
+            let device = try await find(query, timeout: 3)
+            claim = try await self.claim(device)
+            do {
+                await probes.playing(on: device)
+                _ = try await probes.info(0)
+                let endsWithClient: Bool
+                if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
+                let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
+                session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
+                                             descriptors: descriptors, allowances: allowances, owner: endsWithClient ? sender : nil, notices: notices,
+                                             bus: bus, log: log, find: { try await self.find($0, timeout: 3) },
+                                             taken: { await self.plays(on: $0, except: $1) })
+            } catch {
+                release(claim)
+                throw error
+            }
+        } catch {
+            // The items probed ahead (a slow URL, a page) end with the cast that was not made.
+            await probes.cancel()
+            throw error
+        }
+        // The device is the session's once it is among the sessions.
+        defer { release(claim) }
         // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
         let published = Result { try session.publish() }
         state.withLock { $0.sessions[session.path] = session }
@@ -448,7 +498,7 @@ private struct ManagerObject: DBusObjectHandler {
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
         Task {
             do { reply(.success(try await service.handle(method, arguments, sender: reply.sender))) } catch {
-                reply(.failure(ServiceErrors.dbus(error)))
+                reply(.failure(RouteServiceAPI.dbusError(error)))
             }
         }
     }
@@ -457,14 +507,5 @@ private struct ManagerObject: DBusObjectHandler {
 
     func setProperty(interface: String, name: String, value: DBusValue) throws {
         throw DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
-    }
-}
-
-/// Errors as the service answers them: the name of the error's kind (RouteServiceAPI's one vocabulary) and route's
-/// words; a malformed option is InvalidArgs.
-enum ServiceErrors {
-    static func dbus(_ error: any Error) -> DBusError {
-        if error is UsageError { return DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(error)") }
-        return RouteServiceAPI.dbusError(error)
     }
 }
