@@ -58,13 +58,15 @@ let package = Package(
         .target(name: "RouteSound", dependencies: ["CSoundShim"], swiftSettings: swift6),
         // GLib's main loop, GError and D-Bus (GIO alone: what the client library links), and the libsoup HTTP client.
         .target(name: "RouteGIO", dependencies: ["CGIO"], swiftSettings: swift6),
+        // DLNA's words for how an item is served: the media server's headers and the DIDL-Lite a renderer gets.
+        .target(name: "DLNA", swiftSettings: swift6),
         .target(name: "RouteGLib", dependencies: ["CSoup", "RouteGIO"], swiftSettings: swift6),
         .target(
             name: "RouteMedia",
-            dependencies: ["RouteCore", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp"],
+            dependencies: ["RouteCore", "DLNA", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp"],
             swiftSettings: swift6
         ),
-        .target(name: "UPnPProvider", dependencies: ["RouteCore", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
+        .target(name: "UPnPProvider", dependencies: ["RouteCore", "DLNA", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
         .target(name: "MDNSDiscovery", dependencies: ["RouteCore", "CAvahiClient"], path: "Plugins/MDNS", swiftSettings: swift6),
         .target(name: "CastProvider", dependencies: ["RouteCore", "COpenSSL", "CCastMessage"], path: "Plugins/Cast", swiftSettings: swift6),
         // Drop-in plugins (Plugins/PROTOCOL.md): the messages both ends speak, the host that runs plugins as

@@ -1,6 +1,7 @@
 // DeviceDescription: a renderer's description document (name, model, UDN, services, icons) and what its
 // ConnectionManager says it accepts, turned into a MediaDevice.
 
+import DLNA
 import Foundation
 import RouteCore
 
@@ -147,7 +148,7 @@ package enum ProtocolInfo {
 
     /// The protocolInfo to put in DIDL-Lite `res` for an item: its MIME type and how route serves it.
     static func forResource(_ item: MediaItem) -> String {
-        "http-get:*:\(item.mimeType):\(MediaItem.dlnaFeatures(converted: item.isConverted, live: item.isLive))"
+        "http-get:*:\(item.mimeType):\(DLNAContentFeatures.of(mimeType: item.mimeType, converted: item.isConverted, live: item.isLive))"
     }
 }
 

@@ -214,16 +214,6 @@ public struct MediaItem: Sendable, Hashable, Codable {
     }
 }
 
-extension MediaItem {
-    /// The DLNA features of how route serves this item — the media server's `contentFeatures.dlna.org`
-    /// header and the fourth field of a DIDL-Lite `protocolInfo` must say the same. A file: byte
-    /// seek (OP=01), not converted (CI=0); a converted stream: time seek only (OP=10), converted (CI=1).
-    /// Flags: streaming transfer, background transfer, connection stalling. A live stream: no seek at all (OP=00).
-    public static func dlnaFeatures(converted: Bool, live: Bool = false) -> String {
-        "DLNA.ORG_OP=\(live ? "00" : converted ? "10" : "01");DLNA.ORG_CI=\(converted ? 1 : 0);DLNA.ORG_FLAGS=01700000000000000000000000000000"
-    }
-}
-
 /// What a device has done with an item route serves it: whether it asked for it at all, and what went
 /// wrong serving it. A device that says PLAYING but never asked is not playing (a firewall, a wrong
 /// interface); one that asked for a file that is gone will not play it either.

@@ -3,6 +3,7 @@
 
 import RouteGIO
 import RouteGLib
+import DLNA
 import Foundation
 import RouteCore
 import Synchronization
@@ -364,7 +365,7 @@ struct OfferResponder: Sendable {
             data.withUnsafeBytes { message.append(copying: $0) }
         case .pipeline(let conversion):
             let duration = conversion.duration
-            message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: true, live: offer.isLive))
+            message.setHeader("contentFeatures.dlna.org", DLNAContentFeatures.of(mimeType: offer.mimeType, converted: true, live: offer.isLive))
             var start = 0.0
             let gone = !MediaInfo.isRemote(offer.path) && access(offer.path, R_OK) != 0
             offers.record(token, problem: gone ? "\(offer.path) is gone" : nil)
@@ -384,8 +385,7 @@ struct OfferResponder: Sendable {
             PipelineStream(loop: loop, path: offer.path, conversion: conversion, start: start, log: log).attach(to: message)
         case .live(let audio, let format):
             offers.record(token)
-            let profile = format == .l16 ? "DLNA.ORG_PN=LPCM;" : ""
-            message.setHeader("contentFeatures.dlna.org", profile + MediaItem.dlnaFeatures(converted: true, live: true))
+            message.setHeader("contentFeatures.dlna.org", DLNAContentFeatures.of(mimeType: offer.mimeType, converted: true, live: true))
             message.setChunked()
             message.setStatus(200)
             guard method == "GET" else { return }
@@ -399,7 +399,7 @@ struct OfferResponder: Sendable {
         var now = stat()
         let size = stat(offer.path, &now) == 0 ? max(offered, UInt64(max(0, now.st_size))) : offered
         message.setHeader("Accept-Ranges", "bytes")
-        message.setHeader("contentFeatures.dlna.org", MediaItem.dlnaFeatures(converted: false))
+        message.setHeader("contentFeatures.dlna.org", DLNAContentFeatures.of(mimeType: offer.mimeType, converted: false))
         var start: UInt64 = 0
         var length = size
         switch ByteRangeRequest.parse(message.requestHeader("Range"), size: size) {

@@ -160,6 +160,16 @@ private let description = """
         #expect(!didl.contains("size="))
     }
 
+    /// What the DIDL-Lite says of a live PCM stream is what route's media server says of it (MediaServerTests): the
+    /// LPCM profile, no seeking, converted.
+    @Test func liveUncompressedAudioNamesItsProfileAsTheServerDoes() {
+        var item = MediaItem(url: "http://h/m/x/live.l16", mimeType: "audio/L16;rate=44100;channels=2", title: "Desktop", kind: .audio)
+        item.isConverted = true
+        item.isLive = true
+        let didl = DIDLLite.metadata(for: item)
+        #expect(didl.contains("http-get:*:audio/L16;rate=44100;channels=2:DLNA.ORG_PN=LPCM;DLNA.ORG_OP=00;DLNA.ORG_CI=1;"), "\(didl)")
+    }
+
     @Test func timesParseAndFormat() {
         #expect(NetworkNumber.clock("1:02:03") == 3723)
         #expect(NetworkNumber.clock("0:00:05.250") == 5.25)
