@@ -213,7 +213,7 @@ public final class MovableCast: Sendable {
             await probes.playing(on: old)
             if over { return Self.refused(device, "the cast ended while it was moving") }
             if !wasPaused { try? await from.cast.session.play() }
-            return Self.refused(device, "\(Self.words(reason)); it plays on on \(old.name)",
+            return Self.refused(device, "\(Self.words(reason)); it still plays on \(old.name)",
                                 code: (reason as? RouteError)?.code == .deviceUnreachable ? .deviceUnreachable : .commandFailed)
         }
         let leg: Leg
@@ -318,6 +318,16 @@ public final class MovableCast: Sendable {
     }
 
     /// A move that cannot be made: `code` (the underlying error's kind), saying so about `device`.
+    /// `error`, for a move that did not start, ending as every failed move's message does: where the cast still plays.
+    public static func stillPlaying(_ error: any Error, on device: MediaDevice) -> RouteError {
+        let ending = "; it still plays on \(device.name)"
+        guard let error = error as? RouteError else {
+            return RouteError(.commandFailed, "cannot move: \(error)\(ending)", device: device.name, reason: "\(error)\(ending)")
+        }
+        return RouteError(error.code, error.description + ending, device: error.device, reason: error.reason.map { $0 + ending },
+                          names: error.names)
+    }
+
     private static func refused(_ device: MediaDevice, _ words: String, code: RouteError.Code = .commandFailed) -> RouteError {
         RouteError(code, "cannot move to \(device.name): \(words)", device: device.name, reason: words)
     }

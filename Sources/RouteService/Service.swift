@@ -253,7 +253,7 @@ package final class RouteService: Sendable {
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
             let session = try self.session(playingOn: from)
-            try await session.move(to: try await find(to, timeout: 3))
+            try await session.move(to: to)
             return [.objectPath(session.path)]
         case "StopSink":
             guard arguments.count == 1, case .string(let query) = arguments[0] else { throw invalid(method) }

@@ -84,11 +84,18 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// When the session's device last started playing, if it has.
     var startedPlaying: ContinuousClock.Instant? { state.withLock { $0.startedPlaying } }
 
-    /// Moves the session to `device` (MovableCast's `move(to:)`).
-    /// - Throws: `RouteError` when another cast plays there, or the device does not take it (it plays on where it was).
-    func move(to device: MediaDevice) async throws {
-        try cast.checkMove(to: device)
-        if await taken(device, path) { throw OurCasts.taken(device) }
+    /// Moves the session to the device `query` names (MovableCast's `move(to:)`).
+    /// - Throws: `RouteError` when no device answers to `query`, another cast plays there, or the device does not take
+    ///   it; the session then plays on where it was, and the error's message ends saying so.
+    func move(to query: String) async throws {
+        let device: MediaDevice
+        do {
+            device = try await find(query)
+            try cast.checkMove(to: device)
+            if await taken(device, path) { throw OurCasts.taken(device) }
+        } catch {
+            throw MovableCast.stillPlaying(error, on: self.device)
+        }
         try await cast.move(to: device)
     }
 
@@ -175,7 +182,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                     guard let query = text, !query.isEmpty else {
                         throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")
                     }
-                    try await move(to: try await find(query))
+                    try await move(to: query)
                 default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
                 }
                 reply(.success([]))

@@ -95,6 +95,9 @@ extension LabTests {
                     // Each kind of error has its own name (NotCasting was NoDevice in the API's first release).
                     let notThere = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Move", ["This computer", "Nobody"])
                     #expect(notThere.text.contains("io.github.route.Route1.Error.NotCasting") && notThere.text.contains("plays on \"Nobody\""), "\(notThere)")
+                    // A move that does not start says where the session still plays, as one the new device refused does.
+                    let nowhere = try gdbus(bus, session, "io.github.route.Route1.Session.Move", ["Nobody"])
+                    #expect(nowhere.text.contains("io.github.route.Route1.Error.NoDevice") && nowhere.text.contains("it still plays on \(Lab.rendererName)"), "\(nowhere)")
                     // A prefix only one device's name begins: that device at once, for a service that has listened (not after 60 s).
                     let prefix = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.FindDevice", ["Lab Ren", "60.0"])
                     #expect(prefix.status == 0 && prefix.text.contains("'Lab Renderer'"), "\(prefix)")
