@@ -328,6 +328,11 @@ public actor QueueSession {
         if status.state == .playing {
             if playingSince == nil { playingSince = .now } else { reportsWhilePlaying += 1 }
             if reported.position >= progressFrom + 1 { progressed = true }
+        } else if status.state == .paused {
+            // Time paused is no time playing at a standstill: the count starts again when it plays again (a pause
+            // of 12 s in an item's first second made its resume look like a stall, and the item was sent again).
+            playingSince = nil
+            reportsWhilePlaying = 0
         }
         if startPending, status.state == .playing || status.state == .paused {
             startPending = false
