@@ -28,8 +28,9 @@ extension SessionCommand {
         let first = arguments.first?.unwrapped
         func number(_ range: ClosedRange<Double>) throws -> Double {
             guard case .double(let value)? = first, value.isFinite, range.contains(value) else {
+                let given = if case .double(let value)? = first { ", not \(value)" } else { "" }
                 throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                                "\(method) takes a number from \(range.lowerBound) to \(range.upperBound)")
+                                "\(method) takes a number from \(range.lowerBound) to \(range.upperBound)\(given)")
             }
             return value
         }

@@ -170,6 +170,62 @@ extension LabTests {
             return try #require(Int32(owner.text.filter(\.isNumber).dropFirst(2)), "\(owner)")
         }
 
+        /// The API page's transcript, run against the service as the page says it was (a file named song.wav, a fresh
+        /// service): every command prints what the page shows. A read is asked again for up to 5 s until it does (the
+        /// page shows each a moment after the call before it: a Cast answers before its device plays).
+        @Test func theAPIPagesTranscriptIsWhatTheServicePrints() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            let page = try String(contentsOf: RouteBinary.packageRoot.appendingPathComponent("Documentation/DBUS-API.md"), encoding: .utf8)
+            let steps = APIPageTranscript.steps(in: page, after: "## A session, from the shell")
+            #expect(steps.count >= 8 && steps.filter(\.meanwhile).count == 1, "the page's transcript, as read: \(steps)")
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    try await Fixtures.gst("audiotestsrc num-buffers=\(40 * 43) samplesperbuffer=1024 ! audioconvert ! wavenc ! filesink location=OUT",
+                                           to: sandbox.root + "/song.wav")
+                    _ = try await startService(sandbox, bus)
+                    let here = { (text: String) in text.replacingOccurrences(of: "/home/me/", with: sandbox.root + "/") }
+                    // What runs meanwhile starts first, in the background, and is read at the end.
+                    let log = sandbox.root + "/meanwhile.log"
+                    let meanwhile = steps.first(where: \.meanwhile)
+                    let watcher = Process()
+                    if let meanwhile {
+                        FileManager.default.createFile(atPath: log, contents: nil)
+                        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+                        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                        watcher.arguments = ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/bin/sh", "-c", "exec " + here(meanwhile.command)]
+                        watcher.standardOutput = output
+                        watcher.standardError = output
+                        try watcher.run()
+                    }
+                    defer { if watcher.isRunning { watcher.terminate() } }
+                    for step in steps where !step.meanwhile {
+                        let expected = step.expected.map(here)
+                        var printed: [String] = []
+                        let deadline = ContinuousClock.now + .seconds(step.command.contains("get-property") ? 5 : 0)
+                        repeat {
+                            let output = try bus.tool("/bin/sh", ["-c", here(step.command)])
+                            printed = output.text.components(separatedBy: "\n").filter { !$0.isEmpty }
+                            if APIPageTranscript.matches(expected, printed) { break }
+                            try await Task.sleep(for: .milliseconds(100))
+                        } while ContinuousClock.now < deadline
+                        #expect(APIPageTranscript.matches(expected, printed),
+                                "$ \(step.command)\nthe page says:\n\(expected.joined(separator: "\n"))\nthe service printed:\n\(printed.joined(separator: "\n"))")
+                    }
+                    if let meanwhile {
+                        try await Lab.until("the session's end is heard meanwhile", within: 5) {
+                            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("Ended")
+                        }
+                        let heard = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "\n")
+                        for line in meanwhile.expected.map(here) {
+                            #expect(heard.contains { APIPageTranscript.matches(line, $0) }, "meanwhile, the page says:\n\(line)\nheard:\n\(heard.joined(separator: "\n"))")
+                        }
+                    }
+                    try await stopService(bus)
+                }
+            }
+        }
+
         /// Ends the service that owns the name (one a client started), as systemd would: SIGTERM, then its name is gone.
         private func stopService(_ bus: PrivateSessionBus) async throws {
             let pid = try Self.servicePID(on: bus.address)
