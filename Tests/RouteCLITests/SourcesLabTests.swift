@@ -112,8 +112,10 @@ extension LabTests {
                 }
                 // A seek in the converted stream: route's server starts it again from there, fetching from the web server.
                 let seek = try await sandbox.run(["seek", "0:02", "--to", Lab.rendererName], environment: upnp)
-                #expect(seek.status == 0, "\(seek)")
-                try await Lab.until("the renderer plays the stream from 2 s", within: 10) { try Lab.trackURI().contains("t=2.000") }
+                #expect(seek.status == 0, "\(seek)\nthe cast said so far: \(toRenderer.stderr)")
+                try await Lab.until("the renderer plays the stream from 2 s", within: 10, meanwhile: { "the cast said: \(toRenderer.stderr)" }) {
+                    try Lab.trackURI().contains("t=2.000")
+                }
                 let rendered = await toRenderer.finish(within: 25)
                 #expect(rendered.status == 0, "\(rendered)")
                 #expect(served().contains { $0.hasPrefix("10.77.0.1 GET /hls/seg") }, "\(served())")
