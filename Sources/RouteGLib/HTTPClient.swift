@@ -95,12 +95,12 @@ public final class HTTPClient: Sendable {
                 fetch.continuation.withLock { $0 = continuation }
                 loop.async { fetch.start(session) }
                 DispatchQueue.global().asyncAfter(deadline: .now() + Double(timeout.components.seconds)
-                    + Double(timeout.components.attoseconds) / 1e18) {
-                    fetch.cancel(because: .timedOut(url: url, seconds: Int(timeout.components.seconds)))
+                    + Double(timeout.components.attoseconds) / 1e18) { [loop] in
+                    loop.async { fetch.cancel(because: .timedOut(url: url, seconds: Int(timeout.components.seconds))) }
                 }
             }
-        } onCancel: {
-            fetch.cancel(because: .cancelled)
+        } onCancel: { [loop] in
+            loop.async { fetch.cancel(because: .cancelled) }
         }
         return try result.get()
     }
@@ -108,8 +108,8 @@ public final class HTTPClient: Sendable {
 
 /// One GET in flight: libsoup's send, then reads until the end of the body, on the client's loop thread.
 private final class Fetch: @unchecked Sendable {
-    // Safety: `message`, `stream` and `body` are touched only on the loop thread; `continuation` and
-    // `reason` are behind Mutexes; `cancellable` is a GCancellable, which is thread-safe, freed with the Fetch.
+    // Safety: `message`, `stream`, `body` and the cancellable's cancelling happen only on the loop thread;
+    // `continuation` and `reason` are behind Mutexes; `cancellable` is freed with the Fetch.
     let url: String
     let limit: Int
     let seconds: Int
@@ -135,7 +135,9 @@ private final class Fetch: @unchecked Sendable {
         self.truncates = truncates
     }
 
-    /// Cancels the request (any thread); the first reason given is the one reported.
+    /// Cancels the request (loop thread: libsoup's handlers of the cancellable run in the thread that cancels, and a
+    /// cancel from another thread raced the loop's own work on the message — route crashed in libsoup so, on a thread
+    /// of the pool, when discovery ended with a description fetch in flight); the first reason given is the one reported.
     func cancel(because why: HTTPError) {
         reason.withLock { if $0 == nil { $0 = why } }
         g_cancellable_cancel(cancellable)
