@@ -156,7 +156,13 @@ package final class SessionControlServer: @unchecked Sendable {
             } else {
                 reply = ControlReply(ok: false, error: "malformed request")
             }
-            ControlClient.writeLine(client, reply)
+            do {
+                try ControlClient.writeLine(client, reply)
+            } catch {
+                // Still an answer, and one naming the device: the asker must not take this cast for a stale socket.
+                try? ControlClient.writeLine(client, ControlReply(ok: false, error: "route could not write its answer: \(error)",
+                                                                  device: reply.device))
+            }
             Glibc.close(client)
         }
     }
@@ -181,7 +187,7 @@ package enum ControlClient {
         guard peerIsUs(fd) else {
             throw RouteError(.notSetUp, "the control socket \(path) is served by another user's process; refusing to talk to it")
         }
-        writeLine(fd, request)
+        try? writeLine(fd, request)
         guard let line = readLine(fd), let reply = try? JSONDecoder().decode(ControlReply.self, from: line) else {
             throw RouteError.deviceUnreachable(device: path, reason: "the session did not answer")
         }
@@ -194,11 +200,22 @@ package enum ControlClient {
     package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
-                if removingStale { unlink(path) }
+                // Only a socket nobody listens on is stale: a cast that answered badly or late still plays, and
+                // removing its socket would hide it from every `route status` after.
+                if removingStale, nobodyListens(at: path) { unlink(path) }
                 return nil
             }
             return (path, device)
         }
+    }
+
+    /// Whether a connection to `path` is refused: the cast that made the socket has ended without removing it.
+    private static func nobodyListens(at path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        guard let address = try? controlAddress(path) else { return false }
+        if address.withSockaddr({ connect(fd, $0, $1) }) == 0 { return false }
+        return errno == ECONNREFUSED || errno == ENOENT
     }
 
     /// Whether the process at the other end of a Unix socket runs as this user (SO_PEERCRED).
@@ -219,8 +236,10 @@ package enum ControlClient {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    package static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) {
-        guard var data = try? JSONEncoder().encode(value) else { return }
+    /// Writes `value` as one line of JSON (a write the peer does not take is dropped: it hung up).
+    /// - Throws: the encoder's error when `value` cannot be JSON (a number that is not finite).
+    package static func writeLine<T: Encodable>(_ fd: Int32, _ value: T) throws {
+        var data = try JSONEncoder().encode(value)
         data.append(10)
         data.withUnsafeBytes { buffer in
             var offset = 0

@@ -280,6 +280,42 @@ import Testing
     }
 }
 
+extension RemoteControlTests {
+    /// A cast whose answer went wrong (it could not encode one, it was busy) still plays: `route status` must not take
+    /// its socket for a crashed cast's and remove it, which hid the cast from every question after (two lab runs saw a
+    /// playing cast answer "nothing is being cast" for 10 s).
+    @Test func aSocketThatIsListenedOnIsNotRemovedWhenItsAnswerFails() async throws {
+        try await inSandbox { sandbox in
+            try FileManager.default.createDirectory(atPath: sandbox.runtimeDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(sandbox.localSocket.utf8)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            try #require(bound == 0 && listen(fd, 4) == 0)
+            // Takes every connection and hangs up without a word.
+            let acceptor = Thread {
+                while true {
+                    let client = accept(fd, nil, nil)
+                    if client < 0 { return }
+                    close(client)
+                }
+            }
+            acceptor.start()
+            defer {
+                shutdown(fd, Int32(SHUT_RDWR))
+                close(fd)
+            }
+            let status = try await sandbox.run(["status", "--to", "this"])
+            #expect(status.status != 0, "\(status)")
+            #expect(FileManager.default.fileExists(atPath: sandbox.localSocket), "route status removed a socket that is listened on")
+        }
+    }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct LeftoverCheckTests {
     // The check every sandbox runs at its end must really see a running `route`, or it proves nothing.
     @Test func leftoverCheckSeesARunningCast() async throws {
