@@ -257,14 +257,7 @@ import Testing
         try await inSandbox { sandbox in
             // A socket file nobody listens on, as a crashed cast leaves behind.
             try FileManager.default.createDirectory(atPath: sandbox.runtimeDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(sandbox.localSocket.utf8)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            let (fd, bound) = boundSocket(at: sandbox.localSocket)
             close(fd)
             try #require(bound == 0)
             #expect(FileManager.default.fileExists(atPath: sandbox.localSocket))
@@ -287,14 +280,7 @@ extension RemoteControlTests {
     @Test func aSocketThatIsListenedOnIsNotRemovedWhenItsAnswerFails() async throws {
         try await inSandbox { sandbox in
             try FileManager.default.createDirectory(atPath: sandbox.runtimeDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(sandbox.localSocket.utf8)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            let (fd, bound) = boundSocket(at: sandbox.localSocket)
             try #require(bound == 0 && listen(fd, 4) == 0)
             // Takes every connection and hangs up without a word.
             let acceptor = Thread {
@@ -314,6 +300,19 @@ extension RemoteControlTests {
             #expect(FileManager.default.fileExists(atPath: sandbox.localSocket), "route status removed a socket that is listened on")
         }
     }
+}
+
+/// A Unix socket bound at `path` (not listening yet), and bind's result.
+private func boundSocket(at path: String) -> (fd: Int32, result: Int32) {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    return (fd, result)
 }
 
 @Suite(.timeLimit(.minutes(1))) struct LeftoverCheckTests {
