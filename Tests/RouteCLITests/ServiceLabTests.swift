@@ -185,7 +185,7 @@ extension LabTests {
                                            to: sandbox.root + "/song.wav")
                     _ = try await startService(sandbox, bus)
                     let here = { (text: String) in text.replacingOccurrences(of: "/home/me/", with: sandbox.root + "/") }
-                    // What runs meanwhile starts first, in the background, and is read at the end.
+                    // What runs meanwhile starts first, in the background (at most 60 s, should the test hang), and is read at the end.
                     let log = sandbox.root + "/meanwhile.log"
                     let meanwhile = steps.first(where: \.meanwhile)
                     let watcher = Process()
@@ -193,7 +193,7 @@ extension LabTests {
                         FileManager.default.createFile(atPath: log, contents: nil)
                         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
                         watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                        watcher.arguments = ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/bin/sh", "-c", "exec " + here(meanwhile.command)]
+                        watcher.arguments = ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/bin/sh", "-c", "exec timeout 60 " + here(meanwhile.command)]
                         watcher.standardOutput = output
                         watcher.standardError = output
                         try watcher.run()
