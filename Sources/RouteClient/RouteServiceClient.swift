@@ -125,51 +125,7 @@ public final class RouteServiceClient: Sendable {
     }
 
     /// What the service does with a cast besides playing it.
-    public struct CastOptions: Sendable {
-        /// Every item over this protocol (`cast`, `upnp`, `local`) even where another route plays it better.
-        public var via: String?
-        /// Subtitles for every video: nil for those found beside the file or inside it, `""` for none.
-        public var subtitles: String?
-        /// Seconds a picture shows (default 5).
-        public var imageDuration: Double?
-        /// Seconds a device may take to start an item (default 20).
-        public var startTimeout: Double?
-        /// Whether the session ends (the device stops) when this process leaves the bus; false leaves it playing,
-        /// owned by the service.
-        public var endsWithClient: Bool
-        /// Whether folders inside a folder play too.
-        public var recursive = false
-        /// Whether the queue plays in random order.
-        public var shuffle = false
-        /// Whether the queue starts again after its last item.
-        public var loop = false
-        /// Seconds into the first item where it starts.
-        public var start: Double?
-        /// Whether each item starts where it stopped last time.
-        public var resume = false
-        /// Options; by default the session ends with this process.
-        public init(via: String? = nil, subtitles: String? = nil, imageDuration: Double? = nil, startTimeout: Double? = nil,
-                    endsWithClient: Bool = true) {
-            self.via = via
-            self.subtitles = subtitles
-            self.imageDuration = imageDuration
-            self.startTimeout = startTimeout
-            self.endsWithClient = endsWithClient
-        }
-        var dictionary: [String: DBusValue] {
-            var entries: [String: DBusValue] = ["endsWithClient": .boolean(endsWithClient)]
-            if let via { entries["via"] = .string(via) }
-            if let subtitles { entries["subtitles"] = .string(subtitles) }
-            if let imageDuration { entries["imageDuration"] = .double(imageDuration) }
-            if let startTimeout { entries["startTimeout"] = .double(startTimeout) }
-            if recursive { entries["recursive"] = .boolean(true) }
-            if shuffle { entries["shuffle"] = .boolean(true) }
-            if loop { entries["loop"] = .boolean(true) }
-            if let start { entries["start"] = .double(start) }
-            if resume { entries["resume"] = .boolean(true) }
-            return entries
-        }
-    }
+    public typealias CastOptions = RouteServiceAPI.CastOptions
 
     /// Casts `files` as a queue to the device `device` names (its id, or any query `device(matching:)` takes) and
     /// returns the session once the service has checked the files and found the device (before the device plays).
@@ -194,30 +150,15 @@ public final class RouteServiceClient: Sendable {
         // be heard by the bus — `route cast` through the service then never said it played.
         let early = bus.signals(sender: RouteServiceAPI.busName)
         let reply = try await manager("Cast", [.string(device), .strings(paths), .array(elementType: "h", descriptors),
-                                               .dictionary(options.dictionary)], timeout: .seconds(60))
+                                               try DBusCoding.encode(options)], timeout: .seconds(60))
         guard case .objectPath(let path)? = reply.first else {
             throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "the service answered the cast without a session")
         }
         return RemoteSession(bus: bus, path: path, signalsSinceItBegan: early)
     }
 
-    /// A session another controller plays (a renderer another app started, a Cast receiver a phone casts to), which
-    /// the service mirrors on the desktop's media controls as the MPRIS player `player`.
-    public struct Mirror: Sendable, Codable {
-        public var device: MediaDevice
-        public var title: String?
-        public var player: String
-        /// Whether the mirror has ended (the device stopped, or a cast of route's took it over).
-        public var ended: Bool
-
-        /// A mirror of `device`'s session as the MPRIS player `player`.
-        public init(device: MediaDevice, title: String?, player: String, ended: Bool) {
-            self.device = device
-            self.title = title
-            self.player = player
-            self.ended = ended
-        }
-    }
+    /// A session another controller plays, mirrored on the desktop's media controls.
+    public typealias Mirror = RouteServiceAPI.Mirror
 
     /// The mirrors the service publishes now, then each one that starts or ends, until the stream is dropped (or
     /// ends with an error when the service leaves the bus).
@@ -260,65 +201,17 @@ public final class RouteServiceClient: Sendable {
         }
     }
 
-    /// A desktop-audio sink the service keeps for a device (`startSink`): the sink's name on the sound server, and what
-    /// it last said.
-    public struct Sink: Sendable, Codable, Equatable {
-        /// The device's id and name.
-        public var deviceID: String
-        public var device: String
-        /// The sink's name on the sound server (`route.…`); apps play into it.
-        public var sink: String
-        /// Whether the device is on the network now (the sink exists only while it is).
-        public var present: Bool
-        /// The last event (`ready`, `playing`, `stopped`, `device-failed`, …; DesktopAudioEvent's names) and its words.
-        public var event: String?
-        public var text: String?
-
-        /// A sink of `device`.
-        public init(deviceID: String, device: String, sink: String, present: Bool, event: String? = nil, text: String? = nil) {
-            self.deviceID = deviceID
-            self.device = device
-            self.sink = sink
-            self.present = present
-            self.event = event
-            self.text = text
-        }
-    }
+    /// A desktop-audio sink the service keeps for a device (`startSink`).
+    public typealias Sink = RouteServiceAPI.Sink
 
     /// How a sink plays (each nil: the service's default).
-    public struct SinkOptions: Sendable {
-        /// Seconds without sound before the device is stopped (default 30).
-        public var idle: Double?
-        /// `l16` or `wav`.
-        public var format: String?
-        /// Only routes of this protocol.
-        public var via: String?
-        /// `pipewire` or `pulseaudio`.
-        public var soundServer: String?
-
-        /// Options; nil means the default.
-        public init(idle: Double? = nil, format: String? = nil, via: String? = nil, soundServer: String? = nil) {
-            self.idle = idle
-            self.format = format
-            self.via = via
-            self.soundServer = soundServer
-        }
-
-        var dictionary: [String: DBusValue] {
-            var options: [String: DBusValue] = [:]
-            if let idle { options["idle"] = .variant(.double(idle)) }
-            if let format { options["format"] = .variant(.string(format)) }
-            if let via { options["via"] = .variant(.string(via)) }
-            if let soundServer { options["soundServer"] = .variant(.string(soundServer)) }
-            return options
-        }
-    }
+    public typealias SinkOptions = RouteServiceAPI.SinkOptions
 
     /// Asks the service to keep a desktop-audio sink for `device` (a name, id or address, as for casts): it is on the
     /// sound server while the device is on the network, plays there when sound plays into it, and stays until
     /// `stopSink`. Asking again for the same device returns the sink it has.
     public func startSink(for device: String, options: SinkOptions = SinkOptions()) async throws -> Sink {
-        let reply = try await manager("StartSink", [.string(device), .dictionary(options.dictionary)])
+        let reply = try await manager("StartSink", [.string(device), try DBusCoding.encode(options)])
         guard let value = reply.first else { throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "StartSink returned nothing") }
         return try DBusCoding.decode(Sink.self, from: value)
     }
@@ -354,10 +247,7 @@ public final class RouteServiceClient: Sendable {
     /// opens on this process's display (DISPLAY, WAYLAND_DISPLAY).
     /// - Throws: `RouteServiceError` when there is no display, the picker cannot start, or the service stops meanwhile.
     public func pickDevice(media: PickMedia? = nil, parentWindow: String = "", title: String? = nil) async throws -> MediaDevice? {
-        var options: [String: DBusValue] = [:]
-        if let media { options["media"] = .string(media.rawValue) }
-        if let title { options["title"] = .string(title) }
-        return try await pick(options, parentWindow: parentWindow)
+        try await pick(RouteServiceAPI.PickOptions(media: media?.rawValue, title: title), parentWindow: parentWindow)
     }
 
     /// Shows the service's device picker to move a session: the one playing on the device `from` names, or (nil) the
@@ -366,21 +256,22 @@ public final class RouteServiceClient: Sendable {
     /// (nothing moved; a window closed while the move is under way answers once it has).
     /// - Throws: `RouteError` (`notCasting` when nothing plays), or as `pickDevice(media:)` otherwise.
     public func pickDeviceToMove(from: String? = nil, parentWindow: String = "") async throws -> MediaDevice? {
-        try await pick(["moveFrom": .string(from ?? "")], parentWindow: parentWindow)
+        try await pick(RouteServiceAPI.PickOptions(moveFrom: from ?? ""), parentWindow: parentWindow)
     }
 
     /// A PickDevice request with `options`, and the device its Response gives.
-    private func pick(_ given: [String: DBusValue], parentWindow: String) async throws -> MediaDevice? {
+    private func pick(_ given: RouteServiceAPI.PickOptions, parentWindow: String) async throws -> MediaDevice? {
         // Listening before asking: the answer may come at once.
         let responses = bus.signals(interface: RouteServiceAPI.requestInterface, member: "Response")
         let owners = bus.signals(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                  arg0: RouteServiceAPI.busName)
         var options = given
-        let environment = ProcessInfo.processInfo.environment
-        for (key, variable) in [("display", "DISPLAY"), ("waylandDisplay", "WAYLAND_DISPLAY"), ("xauthority", "XAUTHORITY")] {
-            if let value = environment[variable], !value.isEmpty { options[key] = .string(value) }
-        }
-        let reply = try await manager("PickDevice", [.string(parentWindow), .dictionary(options)])
+        // The window opens on this process's display.
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.value.isEmpty }
+        options.display = environment["DISPLAY"]
+        options.waylandDisplay = environment["WAYLAND_DISPLAY"]
+        options.xauthority = environment["XAUTHORITY"]
+        let reply = try await manager("PickDevice", [.string(parentWindow), try DBusCoding.encode(options)])
         guard case .objectPath(let handle)? = reply.first else {
             throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "PickDevice returned no request")
         }

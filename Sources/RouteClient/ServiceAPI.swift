@@ -1,5 +1,6 @@
 // ServiceAPI: the names of route's D-Bus API (bus name, objects, interfaces, error names) and how route's values
-// travel in it: each as the a{sv} dictionary of its JSON (a device is what `route devices --json` prints).
+// travel in it: each as the a{sv} dictionary of its JSON (a device is what `route devices --json` prints); the values
+// themselves are in APIValues.swift.
 
 import Foundation
 import RouteCore

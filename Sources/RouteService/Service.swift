@@ -29,7 +29,7 @@ package final class RouteService: Sendable {
         /// Clients that want the device list, by unique name, and how many streams each reads.
         var watchers: [String: Int] = [:]
         /// The sessions of other controllers mirrored on the desktop, by MPRIS player name.
-        var mirrors: [String: RouteServiceClient.Mirror] = [:]
+        var mirrors: [String: RouteServiceAPI.Mirror] = [:]
     }
     private let state = Mutex(State())
     private let started = ContinuousClock.now
@@ -157,14 +157,14 @@ package final class RouteService: Sendable {
     /// Mirrors what other controllers play on the desktop (as `route watch` did), and says so (Mirror, Mirrors).
     private func mirror() async {
         let mirroring = SessionMirroring(router: router, isOurs: { await self.plays(on: $0) }) { event in
-            let mirror: RouteServiceClient.Mirror
+            let mirror: RouteServiceAPI.Mirror
             switch event {
             case .mirroring(let device, let title, let player):
-                mirror = RouteServiceClient.Mirror(device: device, title: title, player: player, ended: false)
+                mirror = RouteServiceAPI.Mirror(device: device, title: title, player: player, ended: false)
                 self.state.withLock { $0.mirrors[player] = mirror }
             case .ended(let device, let title, let player):
                 guard let known = self.state.withLock({ $0.mirrors.removeValue(forKey: player) }) else { return }
-                mirror = RouteServiceClient.Mirror(device: device ?? known.device, title: title, player: player, ended: true)
+                mirror = RouteServiceAPI.Mirror(device: device ?? known.device, title: title, player: player, ended: true)
             case .unavailable(let reason):
                 self.log(.notice, reason)
                 return
@@ -238,17 +238,15 @@ package final class RouteService: Sendable {
         case "Cast":
             return [.objectPath(try await cast(arguments, sender: sender, asker: await asker(sender)))]
         case "StartSink":
-            guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let options) = arguments[1] else { throw invalid(method) }
-            let settings = try Self.sinkSettings(options)
+            guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
+            let settings = Self.sinkSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
             return [try DBusCoding.encode(sink)]
         case "PickDevice":
-            guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(var options) = arguments[1] else { throw invalid(method) }
+            guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
+            var options = try RouteServiceAPI.options(RouteServiceAPI.PickOptions.self, from: given, method: method)
             // A picker that moves a session: the session found as Move finds it, its device handed to the window.
-            if let from = options["moveFrom"] {
-                guard case .string(let query) = from.unwrapped else { throw ServicePickers.invalid("moveFrom") }
-                options["moveFrom"] = .string(try session(playingOn: query).device.id)
-            }
+            if let query = options.moveFrom { options.moveFrom = try session(playingOn: query).device.id }
             return [.objectPath(try pickers.start(parent: parent, options: options, sender: sender))]
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
@@ -303,7 +301,9 @@ package final class RouteService: Sendable {
     /// Checks a cast's files and finds its device, then starts its session; returns the session's path.
     private func cast(_ arguments: [DBusValue], sender: String, asker: Asker) async throws -> String {
         guard arguments.count == 4, case .string(let query) = arguments[0], case .strings(let paths) = arguments[1],
-              case .dictionary(let options) = arguments[3] else { throw invalid("Cast") }
+              case .dictionary(let given) = arguments[3] else { throw invalid("Cast") }
+        let options = try RouteServiceAPI.options(RouteServiceAPI.CastOptions.self, from: given, method: "Cast")
+        let settings = try Self.settings(options, asker: asker)
         let descriptors = arguments[2].elements.compactMap { value -> DBusDescriptor? in
             if case .fileDescriptor(let descriptor) = value { return descriptor }
             return nil
@@ -322,7 +322,7 @@ package final class RouteService: Sendable {
         var entries: [QueueEntry] = [], notices: [String] = [], allowances: [FetchGuard.Allowance] = []
         if !paths.isEmpty {
             var reading = CastSources.Options()
-            reading.recursive = Self.flag("recursive", in: options)
+            reading.recursive = options.recursive
             reading.asker = asker
             let queue = try await CastSources.expand(paths, options: reading)
             entries = queue.entries
@@ -337,8 +337,7 @@ package final class RouteService: Sendable {
         guard entries.count <= Self.maxFiles else {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(entries.count) items; one cast takes at most \(Self.maxFiles)")
         }
-        let settings = try Self.settings(options, asker: asker)
-        let probes = try await ProbeAhead.probingFirst(Self.flag("shuffle", in: options) ? entries.shuffled() : entries) { notices.append($0) }
+        let probes = try await ProbeAhead.probingFirst(options.shuffle ? entries.shuffled() : entries) { notices.append($0) }
         let claim: UUID, session: ServiceSession
         do {
             let device = try await find(query, timeout: 3)
@@ -346,11 +345,9 @@ package final class RouteService: Sendable {
             do {
                 await probes.playing(on: device)
                 _ = try await probes.info(0)
-                let endsWithClient: Bool
-                if case .boolean(let flag)? = options["endsWithClient"]?.unwrapped { endsWithClient = flag } else { endsWithClient = true }
                 let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
                 session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                             descriptors: descriptors, allowances: allowances, owner: endsWithClient ? sender : nil, notices: notices,
+                                             descriptors: descriptors, allowances: allowances, owner: options.endsWithClient ? sender : nil, notices: notices,
                                              bus: bus, log: log, find: { try await self.find($0, timeout: 3) },
                                              taken: { await self.plays(on: $0, except: $1) })
             } catch {
@@ -391,56 +388,31 @@ package final class RouteService: Sendable {
         return URL(fileURLWithPath: target).deletingPathExtension().lastPathComponent
     }
 
-    /// Whether the boolean option `key` is set.
-    private static func flag(_ key: String, in options: [String: DBusValue]) -> Bool {
-        if case .boolean(true)? = options[key]?.unwrapped { return true }
-        return false
-    }
-
-    /// A cast's options: via, subtitles ("" for none), imageDuration and startTimeout (seconds), loop, resume, start.
-    private static func settings(_ options: [String: DBusValue], asker: Asker) throws -> CastSettings {
+    /// A cast's settings from its options; subtitles only from a file `asker` may name.
+    private static func settings(_ options: RouteServiceAPI.CastOptions, asker: Asker) throws -> CastSettings {
         var settings = CastSettings()
-        for (key, value) in options {
-            switch (key, value.unwrapped) {
-            case ("via", .string(let via)): settings.via = via.lowercased()
-            case ("subtitles", .string(let path)):
-                if !path.isEmpty, let refusal = asker.refusesPath(path) ?? SubtitleFile.refusal(path) {
-                    throw DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "Cast: subtitles \(refusal)")
-                }
-                settings.subtitles = path.isEmpty ? .off : .file(path)
-            case ("imageDuration", .double(let seconds)) where seconds > 0 && seconds <= 3600:
-                settings.imageDuration = .milliseconds(Int(seconds * 1000))
-            case ("startTimeout", .double(let seconds)) where seconds >= 1 && seconds <= 3600:
-                settings.startTimeout = .milliseconds(Int(seconds * 1000))
-            case ("endsWithClient", .boolean), ("recursive", .boolean), ("shuffle", .boolean): break
-            case ("loop", .boolean(let loops)): settings.loops = loops
-            case ("resume", .boolean(let resumes)): settings.resumes = resumes
-            case ("start", .double(let seconds)) where seconds >= 0 && seconds.isFinite: settings.start = seconds
-            default:
-                throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
-                                "Cast: the option \(key) takes \(["via": "a protocol name", "subtitles": "a path or \"\"", "start": "seconds (a double), 0 or more"][key] ?? (["endsWithClient", "recursive", "shuffle", "loop", "resume"].contains(key) ? "a boolean" : ["imageDuration", "startTimeout"].contains(key) ? "seconds (a double) from 1 to 3600" : "nothing: there is no such option"))")
+        settings.via = options.via?.lowercased()
+        if let path = options.subtitles {
+            if !path.isEmpty, let refusal = asker.refusesPath(path) ?? SubtitleFile.refusal(path) {
+                throw DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "Cast: subtitles \(refusal)")
             }
+            settings.subtitles = path.isEmpty ? .off : .file(path)
         }
+        if let seconds = options.imageDuration { settings.imageDuration = .milliseconds(Int(seconds * 1000)) }
+        if let seconds = options.startTimeout { settings.startTimeout = .milliseconds(Int(seconds * 1000)) }
+        settings.loops = options.loop
+        settings.resumes = options.resume
+        settings.start = options.start
         return settings
     }
 
-    /// A sink's options: idle (seconds), format (l16, wav), via, soundServer (pipewire, pulseaudio).
-    private static func sinkSettings(_ options: [String: DBusValue]) throws -> DesktopAudioSettings {
+    /// A sink's settings from its options.
+    private static func sinkSettings(_ options: RouteServiceAPI.SinkOptions) -> DesktopAudioSettings {
         var settings = DesktopAudioSettings()
-        for (key, value) in options {
-            switch (key, value.unwrapped) {
-            case ("idle", .double(let seconds)) where seconds > 0 && seconds < 86_400: settings.quietSpell = .milliseconds(Int(seconds * 1000))
-            case ("format", .string(let format)) where LiveAudio.Format(rawValue: format.lowercased()) != nil:
-                settings.format = LiveAudio.Format(rawValue: format.lowercased())
-            case ("via", .string(let via)): settings.via = via.lowercased()
-            case ("soundServer", .string(let server)) where SoundServer(rawValue: server.lowercased()) != nil:
-                settings.server = SoundServer(rawValue: server.lowercased())
-            default:
-                throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "StartSink: the option \(key) takes "
-                    + (["idle": "seconds (a double) over 0", "format": "l16 or wav", "via": "a protocol name",
-                        "soundServer": "pipewire or pulseaudio"][key] ?? "nothing: there is no such option"))
-            }
-        }
+        if let seconds = options.idle { settings.quietSpell = .milliseconds(Int(seconds * 1000)) }
+        settings.format = options.format.flatMap { LiveAudio.Format(rawValue: $0.lowercased()) }
+        settings.via = options.via?.lowercased()
+        settings.server = options.soundServer.flatMap { SoundServer(rawValue: $0.lowercased()) }
         return settings
     }
 

@@ -31,27 +31,19 @@ final class ServicePickers: Sendable {
     }
 
     /// Starts a request from `sender` for a window over `parent` with `options`; returns its object's path.
-    /// - Throws: `DBusError` (InvalidArgs) for an option that is not one, or when the bus refuses the object.
-    func start(parent: String, options: [String: DBusValue], sender: String) throws -> String {
+    /// - Throws: `DBusError` (LimitsExceeded) while this app's window or too many are open, or when the bus refuses the object.
+    func start(parent: String, options: RouteServiceAPI.PickOptions, sender: String) throws -> String {
         var arguments: [String] = ["--close-on-hangup", "stdin"], environment = ProcessInfo.processInfo.environment
         // The caller's display, whole: none of the service's own (a Wayland display GTK would prefer, its X authority).
-        if options.keys.contains(where: { ["display", "waylandDisplay", "xauthority"].contains($0) }) {
+        if options.namesADisplay {
             for variable in ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "GDK_BACKEND"] { environment[variable] = nil }
         }
-        for (key, value) in options {
-            guard case .string(let text) = value.unwrapped else { throw Self.invalid(key) }
-            switch key {
-            case "media":
-                guard ["audio", "video", "image"].contains(text) else { throw Self.invalid(key) }
-                arguments += ["--media", text]
-            case "title": arguments += ["--title", text]
-            case "moveFrom": arguments += ["--move-from", text]
-            case "display": environment["DISPLAY"] = text
-            case "waylandDisplay": environment["WAYLAND_DISPLAY"] = text
-            case "xauthority": environment["XAUTHORITY"] = text
-            default: throw Self.invalid(key)
-            }
-        }
+        environment["DISPLAY"] = options.display ?? environment["DISPLAY"]
+        environment["WAYLAND_DISPLAY"] = options.waylandDisplay ?? environment["WAYLAND_DISPLAY"]
+        environment["XAUTHORITY"] = options.xauthority ?? environment["XAUTHORITY"]
+        if let media = options.media { arguments += ["--media", media] }
+        if let title = options.title { arguments += ["--title", title] }
+        if let moveFrom = options.moveFrom { arguments += ["--move-from", moveFrom] }
         if !parent.isEmpty { arguments += ["--parent", parent] }
         // One window per client (a person answers one at a time), a few for the service.
         let request = try state.withLock { state in
@@ -98,13 +90,6 @@ final class ServicePickers: Sendable {
     func shutDown() {
         requests.continuation.finish()
         for request in state.withLock({ Array($0.open.values) }) { request.close() }
-    }
-
-    /// The error for an option `key` of PickDevice that is not one, or has a value of the wrong kind.
-    static func invalid(_ key: String) -> DBusError {
-        DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "PickDevice: the option \(key) takes "
-            + (["media": "audio, video or image", "title": "a string", "moveFrom": "a device (a string; \"\" for the active cast)", "display": "an X display (:0)",
-                "waylandDisplay": "a Wayland display (wayland-0)", "xauthority": "a path"][key] ?? "nothing: there is no such option"))
     }
 }
 

@@ -70,7 +70,7 @@ final class ServiceSinks: Sendable {
 
     /// Keeps a sink for `device` (already kept: the one there is); returns it.
     /// - Throws: what `DesktopAudio` refuses (This computer, a device without L16 or WAV, no sound server).
-    func start(_ device: MediaDevice, settings: DesktopAudioSettings) throws -> RouteServiceClient.Sink {
+    func start(_ device: MediaDevice, settings: DesktopAudioSettings) throws -> RouteServiceAPI.Sink {
         // The same checks as a sink that runs, made now so that the caller hears them.
         let check = try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
         let sink = wanted.withLock { table -> Wanted in
@@ -125,8 +125,8 @@ final class ServiceSinks: Sendable {
         return .array(elementType: "a{sv}", sinks.compactMap { try? DBusCoding.encode(Self.value($0)) })
     }
 
-    private static func value(_ entry: Wanted) -> RouteServiceClient.Sink {
-        RouteServiceClient.Sink(deviceID: entry.device.id, device: entry.device.name, sink: entry.sink, present: entry.present,
+    private static func value(_ entry: Wanted) -> RouteServiceAPI.Sink {
+        RouteServiceAPI.Sink(deviceID: entry.device.id, device: entry.device.name, sink: entry.sink, present: entry.present,
                                 event: entry.event?.name, text: entry.event?.words(device: entry.device.name))
     }
 
