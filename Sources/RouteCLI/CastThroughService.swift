@@ -53,11 +53,7 @@ package enum CastThroughService {
         if parsed.has("pick"), Pick.displayExists {
             return try await client.pickDevice(media: PickMedia(askedBy: parsed.positionals))?.id
         }
-        let devices = try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed))
-        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
-        if devices.count == 1 { return devices[0].id }
-        guard KeyReader.isAvailable else { throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name)) }
-        return try Picker.choose(from: devices).id
+        return try await ServiceDevices(client).onlyOrChosen(within: try CommonOptions.timeout(parsed)).id
     }
 
     /// `--detach`: returns once the device plays (or the queue has ended already), the session left to the service.

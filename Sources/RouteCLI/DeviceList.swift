@@ -1,53 +1,88 @@
-// DeviceList: `route devices` through the route service — what it knows at once, then what it finds — and the line
-// each device is listed with (in-process too).
+// DeviceList: where the CLI hears devices — the route service or a router in this process, one interface — and what
+// is written once over it: `route devices`, the devices a terminal picker offers, the device a cast without --to plays on.
 
 import Foundation
 import RouteClient
 import RouteCore
 import Synchronization
 
-/// Devices as `route devices` lists them.
-package enum DeviceList {
-    /// The same through the service: what it knows at once, then what it finds until it has listened for --timeout
-    /// seconds (a service that has listened that long already answers at once).
-    package static func throughService(_ parsed: ParsedArguments) async throws -> ExitCode {
-        let timeout = try CommonOptions.timeout(parsed)
-        let json = parsed.has("json")
-        let client = try await ServiceMode.connect()
-        let seen = Mutex<(shown: [String: [String]], latest: [MediaDevice])>(([:], []))
-        let (firstListening, listened) = AsyncStream<Double>.makeStream()
-        let follower = Task {
-            defer { listened.finish() }
-            for try await update in client.deviceUpdates() {
-                let fresh = seen.withLock { seen in
-                    seen.latest = update.devices
-                    let fresh = update.devices.filter { seen.shown[$0.id] != $0.protocols }
-                    for device in fresh { seen.shown[device.id] = device.protocols }
-                    return fresh
+/// The device list as it changes, with the seconds discovery has listened (infinity: nothing more will be heard).
+package typealias DeviceListUpdate = (devices: [MediaDevice], listening: Double)
+
+/// Where devices are heard: the route service (`ServiceDevices`) or a router in this process (route-full's).
+package protocol DeviceSource: Sendable {
+    /// Runs `body` while discovery runs, over the device list as it changes: the list now first, then each change.
+    func listen<T: Sendable>(_ body: (AsyncThrowingStream<DeviceListUpdate, any Error>) async throws -> T) async throws -> T
+}
+
+/// The route service's devices: what it knows at once, then what it finds while this client watches.
+package struct ServiceDevices: DeviceSource {
+    let client: RouteServiceClient
+
+    /// The devices of the service `client` speaks to.
+    package init(_ client: RouteServiceClient) { self.client = client }
+
+    package func listen<T: Sendable>(_ body: (AsyncThrowingStream<DeviceListUpdate, any Error>) async throws -> T) async throws -> T {
+        try await body(client.deviceUpdates())
+    }
+}
+
+extension DeviceSource {
+    /// Follows the list until discovery has listened `timeout` seconds (at once when it has already), handing each
+    /// list to `each` as it comes; returns the last.
+    package func devices(within timeout: Double, each: @escaping @Sendable ([MediaDevice]) -> Void = { _ in }) async throws -> [MediaDevice] {
+        try await listen { updates in
+            let latest = Mutex<[MediaDevice]>([])
+            let (listened, listening) = AsyncStream<Double>.makeStream()
+            let follower = Task {
+                defer { listening.finish() }
+                for try await update in updates {
+                    latest.withLock { $0 = update.devices }
+                    each(update.devices)
+                    listening.yield(update.listening)
                 }
-                if !json { for device in fresh { printOutput(line(device)) } }
-                listened.yield(update.listening)
             }
+            defer { follower.cancel() }
+            var iterator = listened.makeAsyncIterator()
+            guard let already = await iterator.next() else {
+                try await follower.value
+                return latest.withLock { $0 }
+            }
+            if already < timeout { try? await Task.sleep(for: .milliseconds(Int((timeout - already) * 1000) + 50)) }
+            return latest.withLock { $0 }
         }
-        var listening = firstListening.makeAsyncIterator()
-        guard let already = await listening.next() else {
-            try await follower.value
-            return .success
-        }
-        if already < timeout { try? await Task.sleep(for: .milliseconds(Int((timeout - already) * 1000) + 50)) }
-        follower.cancel()
-        if json { print(try JSONOutput.string(seen.withLock { $0.latest })) }
-        return .success
     }
 
-    /// The devices the service knows once it has listened for `timeout` seconds (at once when it has already).
-    package static func heard(by client: RouteServiceClient, within timeout: Double) async throws -> [MediaDevice] {
-        for try await update in client.deviceUpdates() {
-            if update.listening >= timeout { return update.devices }
-            try await Task.sleep(for: .milliseconds(Int((timeout - update.listening) * 1000)))
-            return try await client.devices()
+    /// The device a cast without --to plays on: the only one heard within `timeout`, else the one a person chooses at
+    /// the terminal.
+    /// - Throws: `RouteError` when none is heard, or several and there is no terminal to ask on.
+    package func onlyOrChosen(within timeout: Double) async throws -> MediaDevice {
+        let devices = try await devices(within: timeout)
+        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
+        if devices.count == 1 { return devices[0] }
+        guard KeyReader.isAvailable else { throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name)) }
+        return try Picker.choose(from: devices)
+    }
+}
+
+/// Devices as `route devices` lists them.
+package enum DeviceList {
+    /// `route devices`: each device as it is found (again when it gains a route: its line says by which protocols),
+    /// for --timeout seconds of listening; with --json, one array at the end.
+    package static func run(_ parsed: ParsedArguments, from source: some DeviceSource) async throws -> ExitCode {
+        let json = parsed.has("json")
+        let shown = Mutex<[String: [String]]>([:])
+        let devices = try await source.devices(within: try CommonOptions.timeout(parsed)) { list in
+            guard !json else { return }
+            let fresh = shown.withLock { shown in
+                let fresh = list.filter { shown[$0.id] != $0.protocols }
+                for device in fresh { shown[device.id] = device.protocols }
+                return fresh
+            }
+            for device in fresh { printOutput(line(device)) }
         }
-        return []
+        if json { print(try JSONOutput.string(devices)) }
+        return .success
     }
 
     /// A device's line: its name, kind, protocols and address, and the names its other routes give it.

@@ -22,17 +22,17 @@ package enum Pick {
         let media = try parsed["media"].map(PickMedia.init(option:))
         let client = try await ServiceMode.connect()
         if inWindow(parsed) { return say(try await client.pickDevice(media: media), parsed) }
-        return try await inTerminal(parsed) { try await DeviceList.heard(by: client, within: try CommonOptions.timeout(parsed)) }
+        return try await inTerminal(parsed, from: ServiceDevices(client))
     }
 
-    /// The terminal picker over the devices `heard` finds (asked only once there is a terminal to ask on).
+    /// The terminal picker over the devices `source` hears within --timeout (asked only once there is a terminal to ask on).
     /// - Throws: `RouteError` (`notSetUp`) when there is no terminal to ask on either.
-    package static func inTerminal(_ parsed: ParsedArguments, heard: () async throws -> [MediaDevice]) async throws -> ExitCode {
+    package static func inTerminal(_ parsed: ParsedArguments, from source: some DeviceSource) async throws -> ExitCode {
         let media = try parsed["media"].map(PickMedia.init(option:))
         guard KeyReader.isAvailable else {
             throw RouteError(.notSetUp, "route pick needs a display (DISPLAY, WAYLAND_DISPLAY) with the route service, or a terminal to ask on")
         }
-        let devices = try await heard()
+        let devices = try await source.devices(within: try CommonOptions.timeout(parsed))
         if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
         return say(try Picker.ask("Which device?", from: devices, media: media), parsed)
     }

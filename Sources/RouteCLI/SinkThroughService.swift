@@ -21,11 +21,7 @@ package enum SinkThroughService {
             say(json ? "{\"event\":\"removed\",\"device\":\(quoted(device))}" : "the route service no longer keeps a sink for \(device)")
             return .success
         }
-        var options = RouteServiceClient.SinkOptions(format: parsed["format"], via: parsed["via"], soundServer: parsed["sound-server"])
-        if let idle = parsed["idle"] {
-            guard let seconds = Double(idle), seconds > 0 else { throw UsageError(description: "--idle takes seconds, more than 0, not \"\(idle)\"") }
-            options.idle = seconds
-        }
+        let options = try sinkOptions(parsed)
         let sink = try await client.startSink(for: device, options: options)
         if json {
             let data = try JSONEncoder().encode(sink)
@@ -35,6 +31,27 @@ package enum SinkThroughService {
                 + "(route sink --stop --to \(quotedIfNeeded(sink.device)) removes it)")
         }
         return .success
+    }
+
+    /// `route sink`'s options (--idle, --format, --via, --sound-server) as the service's, checked as it checks them,
+    /// for the service or a sink in this process.
+    /// - Throws: `UsageError` that says which option is wrong.
+    package static func sinkOptions(_ parsed: ParsedArguments) throws -> RouteServiceAPI.SinkOptions {
+        var options = RouteServiceAPI.SinkOptions(format: parsed["format"]?.lowercased(), via: parsed["via"]?.lowercased(),
+                                                  soundServer: parsed["sound-server"]?.lowercased())
+        if let idle = parsed["idle"] {
+            guard let seconds = Double(idle), seconds > 0, seconds < 86_400 else {
+                throw UsageError(description: "--idle takes seconds, more than 0 (e.g. 30), not \"\(idle)\"")
+            }
+            options.idle = seconds
+        }
+        if let format = options.format, !["l16", "wav"].contains(format) {
+            throw UsageError(description: "--format is l16 or wav, not \"\(parsed["format"] ?? format)\"")
+        }
+        if let server = options.soundServer, !["pipewire", "pulseaudio"].contains(server) {
+            throw UsageError(description: "--sound-server is pipewire or pulseaudio, not \"\(parsed["sound-server"] ?? server)\"")
+        }
+        return options
     }
 
     private static func say(_ line: String) { _ = printOutput(line) }

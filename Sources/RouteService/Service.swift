@@ -239,7 +239,7 @@ package final class RouteService: Sendable {
             return [.objectPath(try await cast(arguments, sender: sender, asker: await asker(sender)))]
         case "StartSink":
             guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
-            let settings = Self.sinkSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
+            let settings = DesktopAudioSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
             return [try DBusCoding.encode(sink)]
         case "PickDevice":
@@ -403,16 +403,6 @@ package final class RouteService: Sendable {
         settings.loops = options.loop
         settings.resumes = options.resume
         settings.start = options.start
-        return settings
-    }
-
-    /// A sink's settings from its options.
-    private static func sinkSettings(_ options: RouteServiceAPI.SinkOptions) -> DesktopAudioSettings {
-        var settings = DesktopAudioSettings()
-        if let seconds = options.idle { settings.quietSpell = .milliseconds(Int(seconds * 1000)) }
-        settings.format = options.format.flatMap { LiveAudio.Format(rawValue: $0.lowercased()) }
-        settings.via = options.via?.lowercased()
-        settings.server = options.soundServer.flatMap { SoundServer(rawValue: $0.lowercased()) }
         return settings
     }
 

@@ -170,3 +170,13 @@ final class ServiceSinks: Sendable {
         changed(value)
     }
 }
+
+extension DesktopAudioSettings {
+    /// The settings StartSink's options (and `route sink`'s, which are the same) ask for; nil options, the defaults.
+    public init(_ options: RouteServiceAPI.SinkOptions) {
+        self.init(via: options.via?.lowercased())
+        if let seconds = options.idle { quietSpell = .milliseconds(Int(seconds * 1000)) }
+        format = options.format.flatMap { LiveAudio.Format(rawValue: $0.lowercased()) }
+        server = options.soundServer.flatMap { SoundServer(rawValue: $0.lowercased()) }
+    }
+}

@@ -102,20 +102,7 @@ enum DeviceChoice {
             CastTerminal.sayMeaning(of: query, device)
             return device
         }
-        guard Providers.discoverNetwork(providers) else {
-            guard let device = local.first else { throw RouteError.unknownDevice(query: "", candidates: []) }
-            return device
-        }
-        let timeout = try CommonOptions.timeout(parsed)
-        let devices = try await router.discovering {
-            try await Task.sleep(for: .milliseconds(Int(timeout * 1000)))
-            return router.devices
-        }
-        if devices.isEmpty { throw RouteError.unknownDevice(query: "", candidates: []) }
-        if devices.count == 1 { return devices[0] }
-        guard KeyReader.isAvailable else {
-            throw RouteError.ambiguousDevice(query: "", matches: devices.map(\.name))
-        }
-        return try Picker.choose(from: devices)
+        // The only device heard, or the one chosen at the terminal (This computer alone: at once).
+        return try await RouterDevices(router).onlyOrChosen(within: try CommonOptions.timeout(parsed))
     }
 }

@@ -26,7 +26,7 @@ enum RouteCommands {
         case "sink": return try await Sink.run(parsed)
         case "move": return try await MoveThroughService.run(parsed)
         case "pick" where ServiceMode.applies(parsed): return try await Pick.throughService(parsed)
-        case "pick": return try await Pick.inTerminal(parsed) { try await Devices.heard(parsed) }
+        case "pick": return try await Pick.inTerminal(parsed, from: RouterDevices(try Providers.router(parsed)))
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)
         default: return try await Control.run(name, parsed, observe: ObservedStatus.report)

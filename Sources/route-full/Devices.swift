@@ -1,4 +1,5 @@
-// `route devices`: lists devices as they are found, or as one JSON array.
+// `route devices` in-process: the devices a router in this process hears (DeviceList writes the command once, for
+// this and for the route service).
 
 import Foundation
 import RouteCLI
@@ -6,42 +7,35 @@ import MediaRouting
 import RouteCore
 
 enum Devices {
-    /// The devices discovery finds within --timeout, in-process (the terminal picker's list).
-    static func heard(_ parsed: ParsedArguments) async throws -> [MediaDevice] {
-        let router = try Providers.router(parsed), providers = router.providers
-        let timeout = Providers.discoverNetwork(providers) ? try CommonOptions.timeout(parsed) : 0
-        return try await router.discovering {
-            try? await Task.sleep(for: .milliseconds(Int(timeout * 1000) + 100))
-            return router.devices
-        }
-    }
-
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        if ServiceMode.applies(parsed) { return try await DeviceList.throughService(parsed) }
-        let router = try Providers.router(parsed), providers = router.providers
-        let requested = try CommonOptions.timeout(parsed)
-        let timeout = Providers.discoverNetwork(providers) ? requested : 0
-        let json = parsed.has("json")
-        let updates = router.deviceUpdates()
-        let devices = try await router.discovering {
-            let printer = Task {
-                // A device is printed when found, and again when it gains a route (its line says by which protocols).
-                var shown: [String: [String]] = [:]
-                for await list in updates {
-                    for device in list where shown[device.id] != device.protocols {
-                        shown[device.id] = device.protocols
-                        if !json { printOutput(DeviceList.line(device)) }
-                    }
-                    if timeout == 0, !list.isEmpty { break }
+        if ServiceMode.applies(parsed) { return try await DeviceList.run(parsed, from: ServiceDevices(try await ServiceMode.connect())) }
+        return try await DeviceList.run(parsed, from: RouterDevices(try Providers.router(parsed)))
+    }
+}
+
+/// The devices a router in this process hears while it discovers. With no provider that discovers over the network
+/// (This computer alone), the first list that holds a device is all there will be.
+struct RouterDevices: DeviceSource {
+    let router: MediaRouter
+
+    init(_ router: MediaRouter) { self.router = router }
+
+    func listen<T: Sendable>(_ body: (AsyncThrowingStream<DeviceListUpdate, any Error>) async throws -> T) async throws -> T {
+        let networked = Providers.discoverNetwork(router.providers), router = router
+        return try await router.discovering {
+            let started = ContinuousClock.now
+            let lists = router.deviceUpdates()
+            let (updates, continuation) = AsyncThrowingStream<DeviceListUpdate, any Error>.makeStream()
+            // The list now (none heard yet is a list too, while the network is searched), then each change.
+            let relay = Task {
+                if networked { continuation.yield((router.devices, 0)) }
+                for await list in lists where networked || !list.isEmpty {
+                    continuation.yield((list, networked ? (ContinuousClock.now - started) / .seconds(1) : .infinity))
                 }
+                continuation.finish()
             }
-            if timeout == 0 { await printer.value } else { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000) + 50)) }
-            printer.cancel()
-            await printer.value
-            // Read while discovery runs: once it has ended, every route is gone.
-            return router.devices
+            defer { relay.cancel() }
+            return try await body(updates)
         }
-        if json { print(try JSONOutput.string(devices)) }
-        return .success
     }
 }

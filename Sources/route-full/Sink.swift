@@ -6,29 +6,12 @@ import MediaRouting
 import RouteCLI
 import RouteCore
 import RouteMedia
+import RouteService
 import RouteSound
 
 enum Sink {
     static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        var settings = DesktopAudioSettings(via: parsed["via"]?.lowercased())
-        if let idle = parsed["idle"] {
-            guard let seconds = Double(idle), seconds > 0, seconds < 86_400 else {
-                throw UsageError(description: "--idle takes seconds, more than 0 (e.g. 30), not \"\(idle)\"")
-            }
-            settings.quietSpell = .milliseconds(Int(seconds * 1000))
-        }
-        if let format = parsed["format"] {
-            guard let chosen = LiveAudio.Format(rawValue: format.lowercased()) else {
-                throw UsageError(description: "--format is l16 or wav, not \"\(format)\"")
-            }
-            settings.format = chosen
-        }
-        if let server = parsed["sound-server"] {
-            guard let chosen = SoundServer(rawValue: server.lowercased()) else {
-                throw UsageError(description: "--sound-server is pipewire or pulseaudio, not \"\(server)\"")
-            }
-            settings.server = chosen
-        }
+        let settings = DesktopAudioSettings(try SinkThroughService.sinkOptions(parsed))
         let router = try Providers.router(parsed), providers = router.providers
         let device = try await DeviceChoice.resolve(parsed, router: router, providers: providers)
         let servers = MediaServers(log: CLILog.root)

@@ -12,7 +12,7 @@ enum ThinRoute {
     static func perform(_ name: String, _ parsed: ParsedArguments) async throws -> ExitCode {
         switch name {
         case "devices" where ServiceMode.applies(parsed):
-            return try await DeviceList.throughService(parsed)
+            return try await DeviceList.run(parsed, from: ServiceDevices(try await ServiceMode.connect()))
         case "cast" where CastThroughService.applies(parsed) && parsed.positionals.allSatisfy(CastSourceKinds.serviceTakes):
             return try await CastThroughService.run(parsed, options: try CastOptions(parsed), detach: parsed.has("detach"))
         case "sink" where parsed.has("detach") || parsed.has("stop"):
