@@ -11,10 +11,9 @@ package enum Control {
     /// network and reads what it plays).
     package static func run(_ command: String, _ parsed: ParsedArguments,
                     observe: (_ query: String, _ parsed: ParsedArguments) async throws -> ExitCode) async throws -> ExitCode {
-        let request = ControlRequest(command: command, value: parsed.positionals.first)
         var said: SessionCommand?
         if command != "status" {
-            do { said = try SessionCommand(word: command, value: request.value) } catch { throw UsageError(description: "\(error)") }
+            do { said = try SessionCommand(word: command, value: parsed.positionals.first) } catch { throw UsageError(description: "\(error)") }
         }
         let casts = try await OurCasts.all(service: ServiceMode.mayAsk)
         if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [MediaDevice.thisComputer]) == nil,
@@ -36,7 +35,7 @@ package enum Control {
             cast = casts[0]
         }
         if let said {
-            try await cast.perform(said, word: request)
+            try await cast.perform(said)
         } else {
             let (device, title, status) = try await cast.status()
             if parsed.has("json") {
@@ -59,9 +58,7 @@ package enum Control {
     /// The answering side, inside `route cast`: applies a request to the session.
     package static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
         do {
-            if !["describe", "status"].contains(request.command) {
-                try await session.perform(SessionCommand(word: request.command, value: request.value))
-            }
+            if let command = request.command { try await session.perform(command) }
             let status = await session.playback
             return ControlReply(ok: true, device: session.device, title: status.title, status: status)
         } catch {

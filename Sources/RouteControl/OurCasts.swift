@@ -20,11 +20,11 @@ package struct OurCast: Sendable {
     package let device: MediaDevice
     package let reach: Reach
 
-    /// Sends `command` to the cast; `word` is how its control socket says it.
+    /// Sends `command` to the cast.
     /// - Throws: `RouteError` when the device refuses the command or the cast does not answer.
-    package func perform(_ command: SessionCommand, word request: ControlRequest) async throws {
+    package func perform(_ command: SessionCommand) async throws {
         switch reach {
-        case .socket(let path): _ = try await ask(path, request)
+        case .socket(let path): _ = try await ask(path, ControlRequest(command))
         case .service(let session): try await session.perform(command)
         }
     }
@@ -34,7 +34,7 @@ package struct OurCast: Sendable {
     package func status() async throws -> (device: MediaDevice?, title: String?, status: PlaybackStatus) {
         switch reach {
         case .socket(let path):
-            let reply = try await ask(path, ControlRequest(command: "status"))
+            let reply = try await ask(path, ControlRequest())
             return (reply.device, reply.title, reply.status!.at(Date()))
         case .service(let session):
             let status = try await session.status()
@@ -45,7 +45,8 @@ package struct OurCast: Sendable {
     private func ask(_ path: String, _ request: ControlRequest) async throws -> ControlReply {
         let reply = try await OurCasts.blocking { try ControlClient.send(request, to: path) }
         guard reply.ok, reply.status != nil else {
-            throw RouteError.commandFailed(device: reply.device?.name ?? device.name, command: request.command, reason: reply.error ?? "failed")
+            throw RouteError.commandFailed(device: reply.device?.name ?? device.name, command: request.command?.word ?? "status",
+                                           reason: reply.error ?? "failed")
         }
         return reply
     }

@@ -5,17 +5,14 @@ import Foundation
 import RouteCore
 import Synchronization
 
-/// A request to a running cast.
+/// A request to a running cast: a command to do, or none to ask what it plays; it answers with its status either way.
 package struct ControlRequest: Codable {
-    /// `describe`, `status`, `play`, `pause`, `stop`, `seek`, `volume`, `next`.
-    package var command: String
-    /// The argument of `seek` (`+30`, `1:30`) or `volume` (0–100).
-    package var value: String?
+    /// The command, in the vocabulary every way in shares; nil asks what the cast plays.
+    package var command: SessionCommand?
 
     /// A request to a running cast.
-    package init(command: String, value: String? = nil) {
+    package init(_ command: SessionCommand? = nil) {
         self.command = command
-        self.value = value
     }
 }
 
@@ -199,7 +196,7 @@ package enum ControlClient {
     /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
     package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
         try SessionDirectory.sockets().compactMap { path in
-            guard let reply = try? send(ControlRequest(command: "describe"), to: path), let device = reply.device else {
+            guard let reply = try? send(ControlRequest(), to: path), let device = reply.device else {
                 // Only a socket nobody listens on is stale: a cast that answered badly or late still plays, and
                 // removing its socket would hide it from every `route status` after.
                 if removingStale, nobodyListens(at: path) { unlink(path) }

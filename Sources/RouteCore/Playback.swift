@@ -234,7 +234,7 @@ public struct MediaAccess: Sendable, Hashable {
 }
 
 /// A seek request as a person types it: `90`, `1:30`, `1:02:03` (absolute) or `+30`, `-10` (relative).
-public enum SeekTarget: Sendable, Hashable {
+public enum SeekTarget: Sendable, Hashable, Codable {
     case absolute(Double)
     case relative(Double)
 

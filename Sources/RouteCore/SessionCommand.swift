@@ -2,7 +2,7 @@
 // `route pause|seek|… --to DEVICE` and a cast's control socket all say one of these to a session, which does it.
 
 /// A command to a playing session.
-public enum SessionCommand: Sendable, Hashable {
+public enum SessionCommand: Sendable, Hashable, Codable {
     case play, pause, togglePause
     /// Stops the device and ends the session.
     case stop
@@ -42,6 +42,19 @@ public enum SessionCommand: Sendable, Hashable {
             self = .setMuted(value == "on")
         default:
             throw RouteError(.badInput, "\"\(word)\" is not a command a cast takes (play, pause, stop, next, seek, volume, mute)")
+        }
+    }
+
+    /// The word `route WORD` says the command with (a toggle or a step by its word: `pause`, `volume`, `mute`).
+    public var word: String {
+        switch self {
+        case .play: "play"
+        case .pause, .togglePause: "pause"
+        case .stop: "stop"
+        case .next: "next"
+        case .seek: "seek"
+        case .setVolume, .changeVolume: "volume"
+        case .setMuted, .toggleMute: "mute"
         }
     }
 }
