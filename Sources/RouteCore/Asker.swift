@@ -37,6 +37,15 @@ public enum Asker: Sendable, Hashable {
         }
     }
 
+    /// Whether this asker may act for the whole desktop: send the desktop's sound to a device (a sink), or control and
+    /// move casts it did not start. A sandboxed app acts on its own casts alone.
+    public var actsForTheDesktop: Bool {
+        switch self {
+        case .person, .app(sandboxed: false): true
+        case .app(sandboxed: true), .web: false
+        }
+    }
+
     /// Whether route may fetch a URL on this machine (its loopback, its own addresses) on this asker's say.
     public var mayFetchThisMachine: Bool {
         switch self {

@@ -238,6 +238,7 @@ package final class RouteService: Sendable {
         case "Cast":
             return [.objectPath(try await cast(arguments, sender: sender, asker: await asker(sender)))]
         case "StartSink":
+            try await refuseSandboxed(sender, method)
             guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
             let settings = DesktopAudioSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
             let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
@@ -246,14 +247,20 @@ package final class RouteService: Sendable {
             guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
             var options = try RouteServiceAPI.options(RouteServiceAPI.PickOptions.self, from: given, method: method)
             // A picker that moves a session: the session found as Move finds it, its device handed to the window.
-            if let query = options.moveFrom { options.moveFrom = try session(playingOn: query).device.id }
+            if let query = options.moveFrom {
+                let session = try session(playingOn: query)
+                if let refusal = await session.refusal(to: sender, "PickDevice") { throw refusal }
+                options.moveFrom = session.device.id
+            }
             return [.objectPath(try pickers.start(parent: parent, options: options, sender: sender))]
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
             let session = try self.session(playingOn: from)
+            if let refusal = await session.refusal(to: sender, method) { throw refusal }
             try await session.move(to: to)
             return [.objectPath(session.path)]
         case "StopSink":
+            try await refuseSandboxed(sender, method)
             guard arguments.count == 1, case .string(let query) = arguments[0] else { throw invalid(method) }
             guard sinks.stop(query) else {
                 throw RouteError(.unknownDevice, "the route service keeps no sink for \"\(query)\" (route sink --to DEVICE --detach makes one)", device: query)
@@ -291,6 +298,14 @@ package final class RouteService: Sendable {
 
     /// The most files one cast takes.
     static let maxFiles = 10_000
+
+    /// Refuses `method` to a sandboxed app: a sink sends the whole desktop's sound to a device, which only a person (or
+    /// an app that is not sandboxed) may ask for.
+    private func refuseSandboxed(_ sender: String, _ method: String) async throws {
+        guard !(await asker(sender)).actsForTheDesktop else { return }
+        throw DBusError(name: "org.freedesktop.DBus.Error.AccessDenied",
+                        "\(method): refused: a sandboxed app may not send the desktop's sound to a device or stop it (route sink does, for a person)")
+    }
 
     /// Who `sender` is, for what it may name: an app, sandboxed or not (one the bus cannot place is taken for sandboxed).
     private func asker(_ sender: String) async -> Asker {
@@ -347,8 +362,9 @@ package final class RouteService: Sendable {
                 _ = try await probes.info(0)
                 let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
                 session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
-                                             descriptors: descriptors, allowances: allowances, owner: options.endsWithClient ? sender : nil, notices: notices,
-                                             bus: bus, log: log, find: { try await self.find($0, timeout: 3) },
+                                             descriptors: descriptors, allowances: allowances, startedBy: sender, owner: options.endsWithClient ? sender : nil,
+                                             notices: notices, bus: bus, log: log, asker: { await self.asker($0) },
+                                             find: { try await self.find($0, timeout: 3) },
                                              taken: { await self.plays(on: $0, except: $1) })
             } catch {
                 release(claim)

@@ -35,6 +35,10 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let descriptors: [DBusDescriptor]
     /// What lets GStreamer fetch the URLs on this machine the client named, as long as the session plays them.
     private let allowances: [FetchGuard.Allowance]
+    /// The client that made the session (its unique name), and who a caller is: a sandboxed app controls only the
+    /// sessions it made.
+    private let startedBy: String
+    private let asker: @Sendable (String) async -> Asker
     private struct State {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
@@ -51,10 +55,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
     private let initial: QueueStatus
-    /// A session of `probes` on `device`; nothing plays until `run()`. `find` finds the device a move names, `taken`
-    /// whether another of route's casts plays on it.
+    /// A session of `probes` on `device`, made by the client `startedBy`; nothing plays until `run()`. `find` finds the
+    /// device a move names, `taken` whether another of route's casts plays on it, `asker` who a caller is.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
-         descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], owner: String?, notices: [String] = [], bus: DBusConnection, log: RouteLog,
+         descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], startedBy: String, owner: String?, notices: [String] = [],
+         bus: DBusConnection, log: RouteLog, asker: @escaping @Sendable (String) async -> Asker,
          find: @escaping @Sendable (String) async throws -> MediaDevice, taken: @escaping @Sendable (MediaDevice, String) async -> Bool) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
@@ -64,6 +69,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         self.log = log
         self.descriptors = descriptors
         self.allowances = allowances
+        self.startedBy = startedBy
+        self.asker = asker
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
@@ -83,6 +90,12 @@ final class ServiceSession: Sendable, DBusObjectHandler {
 
     /// When the session's device last started playing, if it has.
     var startedPlaying: ContinuousClock.Instant? { state.withLock { $0.startedPlaying } }
+
+    /// Why `sender` may not control or move the session: a sandboxed app that did not make it; nil when it may.
+    func refusal(to sender: String, _ method: String) async -> DBusError? {
+        guard sender != startedBy, !(await asker(sender)).actsForTheDesktop else { return nil }
+        return DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "\(method): refused: a sandboxed app controls only the casts it started")
+    }
 
     /// Moves the session to the device `query` names (MovableCast's `move(to:)`).
     /// - Throws: `RouteError` when no device answers to `query`, another cast plays there, or the device does not take
@@ -169,6 +182,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let text = arguments.first.flatMap { if case .string(let value) = $0 { return value }; return nil }
         Task {
             do {
+                if let refusal = await refusal(to: reply.sender, method) { throw refusal }
                 if let command = try SessionCommand(dbusMethod: method, arguments: arguments) {
                     if command == .stop { state.withLock { if $0.ending == nil { $0.ending = .stopped } } }
                     try await cast.perform(command)

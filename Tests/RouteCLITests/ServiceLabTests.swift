@@ -577,7 +577,7 @@ extension LabTests {
         private static let castCall = """
             import sys
             from gi.repository import Gio, GLib
-            device, how, media, subtitles = sys.argv[1:5]
+            device, how, media, subtitles, then = sys.argv[1:6]
             options = {"endsWithClient": GLib.Variant("b", False)}
             if subtitles:
                 options["subtitles"] = GLib.Variant("s", subtitles)
@@ -589,6 +589,24 @@ extension LabTests {
                 reply, _ = bus.call_with_unix_fd_list_sync("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager",
                     "Cast", GLib.Variant("(sasaha{sv})", (device, paths, handles, options)), None, Gio.DBusCallFlags.NONE, 30000, descriptors)
                 print("cast", reply.unpack()[0])
+                if then:  # a method of the session this very connection made
+                    bus.call_sync("io.github.route.Route1", reply.unpack()[0], "io.github.route.Route1.Session", then, None, None,
+                        Gio.DBusCallFlags.NONE, 30000, None)
+                    print("then", then, "ok")
+            except GLib.Error as error:
+                sys.exit(error.message)
+            """
+
+        /// One call to the service: PATH INTERFACE METHOD SIGNATURE ARGUMENTS (a JSON list); prints "ok METHOD" or the error.
+        private static let serviceCall = """
+            import json, sys
+            from gi.repository import Gio, GLib
+            path, interface, method, signature, arguments = sys.argv[1:6]
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            try:
+                parameters = GLib.Variant(signature, tuple(json.loads(arguments))) if signature else None
+                bus.call_sync("io.github.route.Route1", path, interface, method, parameters, None, Gio.DBusCallFlags.NONE, 30000, None)
+                print("ok", method)
             except GLib.Error as error:
                 sys.exit(error.message)
             """
@@ -606,8 +624,10 @@ extension LabTests {
                     let info = try sandbox.file("flatpak-info", "[Application]\nname=org.example.Player\n")
                     let service = try await startService(sandbox, bus)
                     // A Flatpak-like sandbox: its own root, /.flatpak-info in it, the app's folder and the bus.
-                    func call(_ how: String, _ media: String, subtitles: String = "", sandboxed: Bool) throws -> ToolOutput {
-                        let python = ["/usr/bin/python3", "-c", Self.castCall, Lab.rendererName, how, media, subtitles]
+                    func call(_ how: String, _ media: String, subtitles: String = "", then: String = "", sandboxed: Bool) throws -> ToolOutput {
+                        try run(["/usr/bin/python3", "-c", Self.castCall, Lab.rendererName, how, media, subtitles, then], sandboxed: sandboxed)
+                    }
+                    func run(_ python: [String], sandboxed: Bool) throws -> ToolOutput {
                         guard sandboxed else { return try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)"] + python) }
                         return try Lab.tool("/usr/bin/bwrap", [
                             "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
@@ -624,9 +644,28 @@ extension LabTests {
                     #expect(key2.status != 0 && key2.text.contains("id_rsa") && key2.text.contains("subtitles"), "\(key2)")
                     #expect(try Lab.transportState() != "PLAYING", "a refused cast played")
                     // What the sandboxed app opened and passed plays.
-                    let opened = try call("fd", wav, sandboxed: true)
+                    // What the sandboxed app opened and passed plays, and the app controls its own cast.
+                    let opened = try call("fd", wav, then: "Detach", sandboxed: true)
                     #expect(opened.status == 0 && opened.text.contains("cast /io/github/route/Route1/session/"), "\(opened)")
+                    #expect(opened.text.contains("then Detach ok"), "\(opened)")
                     try await Lab.until("the renderer plays the file the sandboxed app sent", within: 5) { try Lab.transportState() == "PLAYING" }
+                    // What a sandboxed app may not do: control or move a cast it did not start, or send the desktop's sound.
+                    let session = opened.text.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("/io/github/route/Route1/session/") }.map(String.init) ?? ""
+                    let manager = "/io/github/route/Route1", managerInterface = "io.github.route.Route1.Manager"
+                    for (path, interface, method, signature, arguments, refusal) in [
+                        (session, "io.github.route.Route1.Session", "Pause", "", "[]", "controls only the casts it started"),
+                        (manager, managerInterface, "Move", "(ss)", #"["This computer", "Lab Renderer"]"#, "controls only the casts it started"),
+                        (manager, managerInterface, "StartSink", "(sa{sv})", #"["Lab Renderer", {}]"#, "may not send the desktop's sound"),
+                        (manager, managerInterface, "StopSink", "(s)", #"["Lab Renderer"]"#, "may not send the desktop's sound"),
+                    ] {
+                        let refused = try run(["/usr/bin/python3", "-c", Self.serviceCall, path, interface, method, signature, arguments], sandboxed: true)
+                        #expect(refused.status != 0 && refused.text.contains("AccessDenied") && refused.text.contains(refusal), "\(method): \(refused)")
+                    }
+                    #expect(try Lab.transportState() == "PLAYING", "a refused call reached the renderer")
+                    // An app outside a sandbox controls every cast of the service (as the desktop's own controls do).
+                    let paused = try run(["/usr/bin/python3", "-c", Self.serviceCall, session, "io.github.route.Route1.Session", "Pause", "", "[]"], sandboxed: false)
+                    #expect(paused.status == 0 && paused.text.contains("ok Pause"), "\(paused)")
+                    try await Lab.until("the renderer pauses for an app outside a sandbox", within: 5) { try Lab.transportState() == "PAUSED_PLAYBACK" }
                     kill(service.process.processIdentifier, SIGTERM)
                     let ended = await service.finish(within: 10)
                     #expect(ended.status == 0, "\(ended)")
