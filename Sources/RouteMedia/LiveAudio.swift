@@ -1,5 +1,5 @@
 // LiveAudio: sound as it is played on this machine (a sound-server sink's samples), served by the media server as an
-// endless uncompressed stream — L16 or WAV — to every device that fetches it, from the moment it connects.
+// endless uncompressed stream — L16 or WAV — to the device that fetches it, from the moment it connects.
 
 import CGIO
 import Foundation
@@ -8,8 +8,9 @@ import RouteGIO
 import RouteGLib
 import Synchronization
 
-/// Samples pushed from a sound server, handed on to every listener (a device's GET) as they come, silence filling
-/// the gaps when nothing plays so that devices keep their stream.
+/// Samples pushed from a sound server, handed on to the listener (a device's GET) as they come, silence filling
+/// the gaps when nothing plays so that devices keep their stream. One listener at a time: the desktop's sound is
+/// never copied to two connections (a device that connects again takes the stream over from its connection before).
 ///
 /// Threads: `push` runs on the sound server's thread; listeners append on their server loop's thread.
 public final class LiveAudio: Sendable {
@@ -138,8 +139,14 @@ public final class LiveAudio: Sendable {
         }
     }
 
-    /// Starts sending to `message` (its loop thread): a header first for WAV; ends when the client leaves.
+    /// Starts sending to `message` (its loop thread): a header first for WAV; ends when the client leaves, or when
+    /// another connection attaches (the stream before it ends there).
     func attach(_ message: HTTPServerMessage, loop: GLibLoop, format: Format) {
+        let before = listeners.withLock { listeners in
+            defer { listeners.removeAll() }
+            return Array(listeners.values)
+        }
+        for listener in before { listener.end() }
         let id = nextListener.add(1, ordering: .relaxed).newValue
         let listener = Listener(loop: loop, message: message, bigEndian: format == .l16)
         message.stream(wroteChunk: { listener.wrote() }, finished: { [weak self] in
@@ -220,6 +227,15 @@ private final class Listener: @unchecked Sendable {
     func wrote() {
         guard !sizes.isEmpty else { return }
         inFlight.subtract(sizes.removeFirst(), ordering: .relaxed)
+    }
+
+    /// Ends the stream as a complete response: another connection has it now. Any thread.
+    func end() {
+        loop.async { [self] in
+            guard let message, !done.exchange(true, ordering: .relaxed) else { return }
+            message.completeBody()
+            message.unpause()
+        }
     }
 
     /// The client left (loop thread).

@@ -532,6 +532,42 @@ private final class IdleClient: @unchecked Sendable {
         #expect(Array(body.prefix(8)) == [0x01, 0x02, 0x03, 0x04, 0x01, 0x02, 0x03, 0x04])
     }
 
+    @Test func aSecondConnectionTakesTheStreamOverAndTheFirstEnds() async throws {
+        let audio = LiveAudio()
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = server.offer(live: audio, as: .l16, for: .anyone)
+        let filling = Task { await audio.run() }
+        defer { filling.cancel() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-two-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func fetch(_ name: String) throws -> (Process, String) {
+            let body = directory.appendingPathComponent(name).path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = ["-s", "--max-time", "20", "-o", body, url]
+            try process.run()
+            return (process, body)
+        }
+        func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+        func until(_ what: String, _ condition: () -> Bool) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(condition(), "\(what) did not happen within 10 s")
+        }
+        let (first, firstBody) = try fetch("first")
+        defer { kill(first.processIdentifier, SIGKILL); waitForExit(first, seconds: 5) }
+        try await until("the first connection gets sound") { size(firstBody) > 0 }
+        let (taker, takerBody) = try fetch("taker")
+        defer { kill(taker.processIdentifier, SIGKILL); waitForExit(taker, seconds: 5) }
+        try await until("the first connection's stream ends once another takes it") { !first.isRunning }
+        #expect(first.terminationStatus == 0, "the first stream ended as a complete response (curl \(first.terminationStatus))")
+        let had = size(takerBody)
+        try await until("the connection that took it over goes on getting sound") { size(takerBody) > had + audio.bytesPerSecond / 4 }
+        #expect(taker.isRunning)
+    }
+
     @Test func silenceKeepsTheStreamGoingWhileNothingPlaysAndSoundIsNoticed() async throws {
         let audio = LiveAudio()
         let server = try MediaServer()
