@@ -1,6 +1,7 @@
 // fetch_guard: a GProxyResolver that every GLib connection in route asks before it connects unless it sets a proxy of
 // its own — GStreamer's souphttpsrc, the adaptive demuxers' fragment and playlist downloads, every redirect they follow.
-// It answers "direct" or refuses the URI with the reason route's check gives (see route_shim.h).
+// It refuses the URI with the reason route's check gives (see route_shim.h), or answers what the resolver GIO would
+// have chosen without it answers (the user's proxy settings).
 #include "route_shim.h"
 #include <gio/gio.h>
 #include <stdlib.h>
@@ -19,14 +20,36 @@ static void route_fetch_guard_class_init(RouteFetchGuardClass *klass) { (void)kl
 
 static gboolean guard_is_supported(GProxyResolver *resolver) { (void)resolver; return TRUE; }
 
+// The resolver GIO would have chosen without the guard (the desktop's proxy settings, libproxy, else "direct"): the
+// first supported one of lower priority, made at the first lookup (GIO has loaded its modules by then).
+static GProxyResolver *next_resolver(void) {
+    static gsize once;
+    static GProxyResolver *next;
+    if (g_once_init_enter(&once)) {
+        GIOExtensionPoint *point = g_io_extension_point_lookup(G_PROXY_RESOLVER_EXTENSION_POINT_NAME);
+        for (GList *entry = point ? g_io_extension_point_get_extensions(point) : NULL; entry && !next; entry = entry->next) {
+            GType type = g_io_extension_get_type(entry->data);
+            if (type == route_fetch_guard_get_type()) continue;
+            GProxyResolver *candidate = g_object_new(type, NULL);
+            if (g_proxy_resolver_is_supported(candidate)) next = candidate;
+            else g_object_unref(candidate);
+        }
+        g_once_init_leave(&once, 1);
+    }
+    return next;
+}
+
+// Refused URIs fail with the check's reason; the others go the way the user's proxy settings say.
 static gchar **guard_lookup(GProxyResolver *resolver, const gchar *uri, GCancellable *cancellable, GError **error) {
-    (void)resolver; (void)cancellable;
+    (void)resolver;
     char *reason = fetch_check ? fetch_check(uri) : NULL;
     if (reason) {
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_PERMISSION_DENIED, "%s", reason);
         free(reason);
         return NULL;
     }
+    GProxyResolver *next = next_resolver();
+    if (next) return g_proxy_resolver_lookup(next, uri, cancellable, error);
     gchar **direct = g_new0(gchar *, 2);
     direct[0] = g_strdup("direct://");
     return direct;
