@@ -149,6 +149,23 @@ final class NotificationServer: Sendable {
 
 extension LabTests {
     @Suite struct PickerLabTests {
+        /// One app's two PickDevice calls on one connection, then Close of the first request.
+        private static let pickTwice = """
+            from gi.repository import Gio, GLib
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            def pick():
+                return bus.call_sync("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager", "PickDevice",
+                    GLib.Variant("(sa{sv})", ("", {})), None, Gio.DBusCallFlags.NONE, 10000, None).unpack()[0]
+            first = pick()
+            print("first", first)
+            try:
+                print("second opened", pick())
+            except GLib.Error as error:
+                print("second:", error.message)
+            bus.call_sync("io.github.route.Route1", first, "io.github.route.Route1.Request", "Close", None, None, Gio.DBusCallFlags.NONE, 10000, None)
+            print("closed")
+            """
+
         @Test func theWindowListsTheLabsDevicesAndTheKeyboardChoosesOrCancels() async throws {
             try Lab.control("start-mpd")
             defer { try? Lab.control("stop-mpd") }
@@ -226,6 +243,14 @@ extension LabTests {
                 left.signal(SIGKILL)
                 _ = await left.finish(within: 5)
                 try await Lab.until("the window of a client that left is gone", within: 5) {
+                    try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0
+                }
+                // One open picker per app: its second PickDevice is refused while its first window is open.
+                let twice = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.pickTwice])
+                #expect(twice.text.contains("first /io/github/route/Route1/request/"), "\(twice)")
+                #expect(twice.text.contains("second: GDBus.Error:org.freedesktop.DBus.Error.LimitsExceeded: PickDevice: this app's picker"), "\(twice)")
+                #expect(twice.text.contains("closed"), "\(twice)")
+                try await Lab.until("the closed request's window is gone", within: 5) {
                     try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0
                 }
                 let open = try sandbox.start(["pick"], environment: environment)

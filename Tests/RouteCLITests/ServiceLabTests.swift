@@ -101,6 +101,10 @@ extension LabTests {
                     // A prefix only one device's name begins: that device at once, for a service that has listened (not after 60 s).
                     let prefix = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.FindDevice", ["Lab Ren", "60.0"])
                     #expect(prefix.status == 0 && prefix.text.contains("'Lab Renderer'"), "\(prefix)")
+                    // What one app can make the service hold is bounded: its 17th watch of the devices is refused.
+                    let watches = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.watchSeventeen])
+                    #expect(watches.text.contains("16 watches, then: GDBus.Error:org.freedesktop.DBus.Error.LimitsExceeded: WatchDevices: this app holds 16 watches"),
+                            "\(watches)")
                     let option = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['\(wav)']", "@ah []", "{'loud': <true>}"])
                     #expect(option.text.contains("there is no such option"), "\(option)")
                     // Descriptors that are no file: a pipe, a directory, a socket (python3-gi sends them, as an app would).
@@ -595,6 +599,19 @@ extension LabTests {
                     print("then", then, "ok")
             except GLib.Error as error:
                 sys.exit(error.message)
+            """
+
+        /// One app's WatchDevices calls on one connection until one is refused.
+        private static let watchSeventeen = """
+            from gi.repository import Gio, GLib
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            for count in range(17):
+                try:
+                    bus.call_sync("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager", "WatchDevices",
+                        None, None, Gio.DBusCallFlags.NONE, 10000, None)
+                except GLib.Error as error:
+                    print("%d watches, then: %s" % (count, error.message))
+                    break
             """
 
         /// One call to the service: PATH INTERFACE METHOD SIGNATURE ARGUMENTS (a JSON list); prints "ok METHOD" or the error.
