@@ -108,7 +108,7 @@ let package = Package(
                           swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
-        .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",
+        .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "MediaRouting", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",
                                                              "MDNSDiscovery", "CAvahiClient"],
                           path: "Tests/Fuzz", exclude: ["Corpus", "lsan.supp"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),

@@ -53,7 +53,7 @@ public enum PlaylistFile {
                 // The length comes before any attributes (tvg-name="…"); -1 is unknown.
                 let length = Double(info[..<(comma ?? info.endIndex)].split(separator: " ").first ?? "")
                 let title = comma.map { info[info.index(after: $0)...].trimmingCharacters(in: .whitespaces) }
-                pending = (title?.isEmpty == false ? title : nil, length.flatMap { $0 > 0 ? $0 : nil })
+                pending = (title?.isEmpty == false ? title : nil, length.flatMap { $0 > 0 && $0.isFinite ? $0 : nil })
                 continue
             }
             if line.hasPrefix("#") { continue }
@@ -70,11 +70,12 @@ public enum PlaylistFile {
             guard let equals = line.firstIndex(of: "=") else { continue }
             let key = line[..<equals].lowercased(), value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
             for (prefix, apply) in [("file", { (n: Int) in files[n] = value }), ("title", { titles[$0] = value }),
-                                    ("length", { n in if let seconds = Double(value), seconds > 0 { lengths[n] = seconds } })] {
+                                    ("length", { n in if let seconds = Double(value), seconds > 0, seconds.isFinite { lengths[n] = seconds } })] {
                 if key.hasPrefix(prefix), let number = Int(key.dropFirst(prefix.count)) { apply(number) }
             }
         }
-        return files.keys.sorted().map { Item(location: files[$0]!, title: titles[$0], duration: lengths[$0]) }
+        // An empty FileN= names nothing (resolved, it would be the playlist itself).
+        return files.filter { !$0.value.isEmpty }.keys.sorted().map { Item(location: files[$0]!, title: titles[$0], duration: lengths[$0]) }
     }
 
     static func xspf(_ data: Data, name: String) throws -> [Item] {
@@ -84,7 +85,7 @@ public enum PlaylistFile {
         }
         return root.all("track").compactMap { track in
             guard let location = track.value("location"), !location.isEmpty else { return nil }
-            let milliseconds = track.value("duration").flatMap(Double.init)
+            let milliseconds = track.value("duration").flatMap(Double.init).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
             return Item(location: location, title: track.value("title"), duration: milliseconds.map { $0 / 1000 })
         }
     }

@@ -13,6 +13,12 @@ public enum WebPage {
     public static func resolve(_ page: String, ytDLP: String, timeout: Duration) async throws -> [QueueEntry] {
         let output = try await run(ytDLP, ["-J", "--no-warnings", "--no-progress", "--socket-timeout", "15", "--", page],
                                    page: page, timeout: timeout)
+        return try entries(page: page, json: output)
+    }
+
+    /// The entries of yt-dlp's JSON for `page` (`-J`): its video, or each video of its playlist.
+    /// - Throws: `MediaError` when it is not JSON or holds no media route can fetch.
+    package static func entries(page: String, json output: Data) throws -> [QueueEntry] {
         guard let json = try? JSONSerialization.jsonObject(with: output) as? [String: Any] else {
             throw MediaError.fetchFailed(page, reason: "yt-dlp said something that is not JSON")
         }

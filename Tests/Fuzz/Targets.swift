@@ -6,6 +6,7 @@ import CastProvider
 import CUPnP
 import Foundation
 import MDNSDiscovery
+import MediaRouting
 import RouteCore
 import RouteMedia
 import RoutePluginProtocol
@@ -25,7 +26,7 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
 
 enum Targets {
     static let all: [FuzzTarget] = [description, soap, lastChange, protocolInfo, ranges, ssdp, text, cast, plugin, castStatus, txt,
-                                    pluginNumbers, deviceText]
+                                    pluginNumbers, deviceText, playlist, webPage, thisMachine]
 
     /// A Cast JSON payload of each type route reads, the type chosen by the first byte (RECEIVER_STATUS, MEDIA_STATUS,
     /// LOAD_FAILED and the like): decoded leniently, never trapping, whatever the fields hold.
@@ -231,6 +232,39 @@ enum Targets {
 
     /// What a document or an app hands over and route passes on to a device: a file's first bytes named as subtitles
     /// (SubtitleFile), and any text written into XML for a device (xmlEscape), which must then parse as that text.
+    /// A playlist from the web (the first byte chooses m3u, pls or xspf): its entries, each naming something.
+    static let playlist = FuzzTarget(name: "playlist", summary: "playlists from the web: M3U, PLS, XSPF (PlaylistFile.parse)") { data in
+        guard let kind = data.first else { return }
+        let items = (try? PlaylistFile.parse(Data(data.dropFirst()), kind: ["m3u", "pls", "xspf"][Int(kind) % 3], name: "fuzz")) ?? []
+        for item in items {
+            require(!item.location.isEmpty, "an entry that names nothing")
+            require(item.duration.map { $0.isFinite } ?? true, "a duration that is not a number")
+        }
+    }
+
+    /// What yt-dlp says of a page (its JSON, which the page's author shapes): the entries route plays, none of whose
+    /// pictures or formats names anything but the web.
+    static let webPage = FuzzTarget(name: "webpage", summary: "yt-dlp's JSON for a page (WebPage.entries): formats and pictures") { data in
+        for entry in (try? WebPage.entries(page: "https://example.net/page", json: data)) ?? [] {
+            if let artwork = entry.artwork {
+                guard case .web(let url) = artwork, WebAddress.isWebURL(url) else { return require(false, "a page's picture that is not on the web: \(artwork)") }
+            }
+            require(!entry.formats.isEmpty && entry.formats.allSatisfy { MediaInfo.isRemote($0.url) }, "a format that is not a URL: \(entry.formats)")
+        }
+    }
+
+    /// A URI a web document names (a segment, a redirect): whether it is this machine, read without a resolver, and
+    /// what a web document may make route fetch. A loopback literal is always this machine.
+    static let thisMachine = FuzzTarget(name: "thismachine", summary: "URIs from the web: this machine or not (WebAddress, Asker)") { data in
+        let text = String(decoding: data, as: UTF8.self)
+        let here = WebAddress.thisMachine(text, resolving: false)
+        let refusal = Asker.web("https://example.net/").refusesURL(text, resolving: false)
+        if here != nil { require(refusal != nil, "a URL on this machine that a web document may fetch: \(text.debugDescription)") }
+        if let host = URLComponents(string: text)?.host, host == "127.0.0.1" || host == "localhost", WebAddress.isWebURL(text) {
+            require(here != nil, "loopback not taken for this machine: \(text.debugDescription)")
+        }
+    }
+
     static let deviceText = FuzzTarget(name: "devicetext", summary: "subtitles' first bytes (SubtitleFile) and titles written into XML (xmlEscape)") { data in
         if SubtitleFile.isSubtitles(data) { require(!data.contains(0), "a file with a NUL byte passed as subtitles") }
         let text = String(decoding: data, as: UTF8.self)
