@@ -369,7 +369,10 @@ struct SourceReader {
             return append(entry)
         }
         try countFetch(of: url)
-        let (final, response) = try await look(at: url, origin: origin, bytes: 64 * 1024)
+        // What is named as a playlist is read whole at once when it is short (one request, not two); anything else,
+        // a live stream above all, only as far as its first read.
+        let peek = 64 * 1024, namedAsPlaylist = CastSources.playlistExtensions.contains(ext0)
+        let (final, response) = try await look(at: url, origin: origin, bytes: peek, whole: namedAsPlaylist)
         if final != url { await allowIfHere(final, by: origin.asker) }
         let type = (response.contentType ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         let ext = URL(string: final).map { $0.pathExtension.lowercased() } ?? ""
@@ -386,7 +389,8 @@ struct SourceReader {
             return append(entry)
         }
         if let kind = PlaylistFile.kind(mimeType: type, extension: ext) {
-            let (_, whole) = try await look(at: final, origin: origin, bytes: Self.playlistLimit, whole: true)
+            let whole = namedAsPlaylist && response.body.count < peek
+                ? response : try await look(at: final, origin: origin, bytes: Self.playlistLimit, whole: true).1
             guard let base = URL(string: final) else { throw MediaError.fetchFailed(url, reason: "not a URL") }
             return try await addPlaylist(whole.body, named: final, kind: kind, base: .web(base), origin: .web(final))
         }

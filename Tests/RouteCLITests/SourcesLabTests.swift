@@ -252,6 +252,14 @@ extension LabTests {
                 let once = try await sandbox.run(["cast", looping, "--to", Lab.rendererName], environment: upnp, timeout: 30)
                 #expect(once.stderr.contains("names itself") && once.stderr.contains("missing.mp3: no such file") && playedTitles(once) == ["tone"],
                         "\(once)")
+
+                // A playlist on the web whose ten lines each name it again (8 levels deep: 10^8 fetches unbounded) stops at
+                // the fetch budget, and says so.
+                _ = try sandbox.file("web/bomb.m3u", (1...10).map { "bomb.m3u?\($0)" }.joined(separator: "\n") + "\n")
+                let bomb = try await sandbox.run(["cast", Self.web + "/bomb.m3u", "--to", Lab.rendererName], environment: upnp, timeout: 60)
+                let fetched = served().filter { $0.contains("GET /bomb.m3u") }.count
+                #expect(bomb.status != 0 && bomb.stderr.contains("it fetched 100 playlists and pages from the web, the most one cast may"), "\(bomb)")
+                #expect(fetched <= 101, "the web server was asked for the playlist \(fetched) times")
             }
         }
 
