@@ -83,8 +83,11 @@ public final class ResumePositions: Sendable {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         if let data = FileManager.default.contents(atPath: file), let table = try? decoder.decode([String: Record].self, from: data) {
-            // A file written before keys were hashed: its secrets go at the next write.
             state.table = Dictionary(table.map { (Self.storedKey($0.key), $0.value) }, uniquingKeysWith: { $0.updated > $1.updated ? $0 : $1 })
+            // A file written before keys were hashed, or that others may read: written again at once, its secrets gone.
+            var info = stat()
+            let open = stat(file, &info) == 0 && info.st_mode & 0o077 != 0
+            if open || table.keys.contains(where: { Self.storedKey($0) != $0 }) { save(&state) }
         }
     }
 

@@ -147,6 +147,20 @@ import Testing
         }
     }
 
+    @Test func anOldResumeFileLosesItsSecretsAndItsReadersWhenFirstRead() async throws {
+        try await inFolder { folder in
+            let file = folder + "/positions.json"
+            let signed = "https://user:hunter2@x.example/talk.mp4?Signature=SECRETSIG&Expires=1"
+            let old = #"{"\#(signed)":{"position":120,"updated":"2026-01-01T00:00:00Z"}}"#
+            FileManager.default.createFile(atPath: file, contents: Data(old.utf8), attributes: [.posixPermissions: 0o644])
+            #expect(ResumePositions(file: file).position(of: signed) == 120, "the old file's position is kept")
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            #expect(!text.contains("hunter2") && !text.contains("SECRETSIG"), "\(text)")
+            let mode = ((try? FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int) ?? nil) ?? -1
+            #expect(mode == 0o600, "\(String(mode, radix: 8))")
+        }
+    }
+
     @Test func aDevicesMetadataHasNoControlCharacters() {
         var item = MediaItem(url: "http://10.0.0.1/m", mimeType: "audio/mpeg", title: "Song\u{1B}[31m\u{07} one\u{0}", artist: "\u{202E}Band")
         #expect(item.title == "Song[31m one" && item.artist == "Band")
