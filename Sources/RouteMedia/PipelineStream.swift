@@ -99,6 +99,8 @@ final class PipelineStream: @unchecked Sendable {
             gst_object_unref(pipeline)
         }
         let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
+        // The source's tags (a web stream's, a file's) are not passed on: control characters in them would reach the device.
+        route_bin_drop_source_tags(bin)
         guard let source = gst_bin_get_by_name(bin, "route_src"), let sink = gst_bin_get_by_name(bin, "route_sink") else {
             failure = "conversion pipeline lacks its source or sink"
             return

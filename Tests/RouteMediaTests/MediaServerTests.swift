@@ -225,6 +225,22 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         #expect(try await curl(url).status == 500)
     }
 
+    /// A converted stream carries none of its source's tags (a FLAC's or an Ogg's Vorbis comments, a WAV's INFO): what a device shows
+    /// comes from route's metadata, which is cleaned of control characters; a tag passed on would not be.
+    @Test(arguments: ["audio/flac", "audio/ogg", "audio/wav"])
+    func aConvertedStreamCarriesNoTagOfItsSource(accepts: String) async throws {
+        let samples = try await Samples.get()
+        let info = try await probe(samples.taggedMP3)
+        let server = try MediaServer()
+        defer { server.close() }
+        let url = try #require(server.offer(info, as: DeliveryPlanner.plan(info, for: .mimeTypes([accepts])), for: .anyone)).url
+        let fetched = try await curl(url)
+        #expect(fetched.status == 200 && fetched.body.count > 1000, "\(accepts): \(fetched.status), \(fetched.body.count) bytes")
+        for tag in ["Lab Song", "Lab Artist", "Lab Album"] {
+            #expect(fetched.body.range(of: Data(tag.utf8)) == nil, "\(accepts) carries \(tag)")
+        }
+    }
+
     /// Each way of converting seeks: the answer comes at once and holds the item from the offset on
     /// (FLAC and fMP4 used to never answer or send a header only; a remux with t >= 2 never answered).
     @Test(arguments: [

@@ -20,6 +20,11 @@ gulong route_signal_connect(gpointer instance, const char *signal, const void *c
 GstClockTime route_gst_clock_time_none(void);
 gint64 route_gst_second(void);
 
+/// Has every tag setter in `bin` (encoders, muxers) write none of its source's tags (GST_TAG_MERGE_KEEP_ALL: only
+/// those set on it, and route sets none): what a device shows comes from route's own metadata, which is cleaned.
+/// The iterator is a GLib macro dance Swift cannot import.
+void route_bin_drop_source_tags(GstBin *bin);
+
 /// The URI of a local file path (g_filename_to_uri, with its GError flattened); NULL on failure.
 char *route_filename_to_uri(const char *path);
 
