@@ -39,6 +39,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// sessions it made.
     private let startedBy: String
     private let asker: @Sendable (String) async -> Asker
+    /// The calls of each client waiting for answers, shared with the manager.
+    private let calls: CallLimit
     private struct State {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
@@ -59,7 +61,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// device a move names, `taken` whether another of route's casts plays on it, `asker` who a caller is.
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
          descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], startedBy: String, owner: String?, notices: [String] = [],
-         bus: DBusConnection, log: RouteLog, asker: @escaping @Sendable (String) async -> Asker,
+         bus: DBusConnection, log: RouteLog, calls: CallLimit, asker: @escaping @Sendable (String) async -> Asker,
          find: @escaping @Sendable (String) async throws -> MediaDevice, taken: @escaping @Sendable (MediaDevice, String) async -> Bool) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
@@ -71,6 +73,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         self.allowances = allowances
         self.startedBy = startedBy
         self.asker = asker
+        self.calls = calls
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
@@ -180,29 +183,25 @@ final class ServiceSession: Sendable, DBusObjectHandler {
 
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
         let text = arguments.first.flatMap { if case .string(let value) = $0 { return value }; return nil }
-        Task {
-            do {
-                if let refusal = await refusal(to: reply.sender, method) { throw refusal }
-                if let command = try SessionCommand(dbusMethod: method, arguments: arguments) {
-                    if command == .stop { state.withLock { if $0.ending == nil { $0.ending = .stopped } } }
-                    try await cast.perform(command)
-                    return reply(.success([]))
-                }
-                switch method {
-                case "Detach":
-                    state.withLock { $0.owner = nil }
-                    bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: ["EndsWithClient": .boolean(false)])
-                case "Move":
-                    guard let query = text, !query.isEmpty else {
-                        throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")
-                    }
-                    try await move(to: query)
-                default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
-                }
-                reply(.success([]))
-            } catch {
-                reply(.failure(RouteServiceAPI.dbusError(error)))
+        calls.answer(method, reply) { [self] in
+            if let refusal = await refusal(to: reply.sender, method) { throw refusal }
+            if let command = try SessionCommand(dbusMethod: method, arguments: arguments) {
+                if command == .stop { state.withLock { if $0.ending == nil { $0.ending = .stopped } } }
+                try await cast.perform(command)
+                return []
             }
+            switch method {
+            case "Detach":
+                state.withLock { $0.owner = nil }
+                bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: ["EndsWithClient": .boolean(false)])
+            case "Move":
+                guard let query = text, !query.isEmpty else {
+                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")
+                }
+                try await move(to: query)
+            default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
+            }
+            return []
         }
     }
 

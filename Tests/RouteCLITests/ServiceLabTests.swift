@@ -105,6 +105,9 @@ extension LabTests {
                     let watches = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.watchSeventeen])
                     #expect(watches.text.contains("16 watches, then: GDBus.Error:org.freedesktop.DBus.Error.LimitsExceeded: WatchDevices: this app holds 16 watches"),
                             "\(watches)")
+                    // And so are its calls waiting for answers: of 40 slow FindDevice calls sent at once, 32 are taken and 8 refused.
+                    let flood = try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/usr/bin/python3", "-c", Self.findForty])
+                    #expect(flood.text.contains("refused 8 of 40: FindDevice: this app has 32 calls waiting for answers"), "\(flood)")
                     let option = try gdbus(bus, Self.manager, "io.github.route.Route1.Manager.Cast", ["Lab Renderer", "['\(wav)']", "@ah []", "{'loud': <true>}"])
                     #expect(option.text.contains("there is no such option"), "\(option)")
                     // Descriptors that are no file: a pipe, a directory, a socket (python3-gi sends them, as an app would).
@@ -599,6 +602,28 @@ extension LabTests {
                     print("then", then, "ok")
             except GLib.Error as error:
                 sys.exit(error.message)
+            """
+
+        /// One app's 40 FindDevice calls for a device that is not there (each waits its 3 s), sent without waiting for any.
+        private static let findForty = """
+            from gi.repository import Gio, GLib
+            bus = Gio.bus_get_sync(Gio.BusType.SESSION)
+            loop, answers = GLib.MainLoop(), []
+            def done(connection, result):
+                try:
+                    connection.call_finish(result)
+                    answers.append(None)
+                except GLib.Error as error:
+                    answers.append(error.message)
+                if len(answers) == 40:
+                    loop.quit()
+            for _ in range(40):
+                bus.call("io.github.route.Route1", "/io/github/route/Route1", "io.github.route.Route1.Manager", "FindDevice",
+                    GLib.Variant("(sd)", ("Nobody at all", 3.0)), None, Gio.DBusCallFlags.NONE, 30000, None, done)
+            GLib.timeout_add_seconds(20, loop.quit)
+            loop.run()
+            refused = [a for a in answers if a and "LimitsExceeded" in a]
+            print("refused %d of %d: %s" % (len(refused), len(answers), refused[0].split("LimitsExceeded: ")[-1] if refused else ""))
             """
 
         /// One app's WatchDevices calls on one connection until one is refused.
