@@ -31,6 +31,8 @@ struct MPRISState: Sendable, Equatable {
     var canSeek: Bool
     var canGoNext: Bool
     var canGoPrevious: Bool
+    var canRaise = false
+    var desktopEntry: String?
 
     /// The speed MPRIS reports: the device's own while it plays, 1 otherwise.
     private var rate: Double { snapshot.rate.isFinite && snapshot.rate > 0 ? snapshot.rate : 1 }
@@ -61,8 +63,10 @@ struct MPRISState: Sendable, Equatable {
     }
 
     var rootProperties: [String: DBusValue] {
-        ["Identity": .string(identity), "CanQuit": .boolean(false), "CanRaise": .boolean(false),
-         "HasTrackList": .boolean(false), "SupportedUriSchemes": .strings([]), "SupportedMimeTypes": .strings([])]
+        var properties: [String: DBusValue] = ["Identity": .string(identity), "CanQuit": .boolean(false), "CanRaise": .boolean(canRaise),
+                                               "HasTrackList": .boolean(false), "SupportedUriSchemes": .strings([]), "SupportedMimeTypes": .strings([])]
+        if let desktopEntry { properties["DesktopEntry"] = .string(desktopEntry) }
+        return properties
     }
 
     /// Microseconds into the item at `date`: extrapolated while playing, never past the length.
@@ -78,6 +82,7 @@ enum MPRISRequest: Sendable {
     /// To an absolute position, in seconds.
     case seek(to: Double)
     case volume(Double)
+    case raise
 }
 
 /// The MPRIS object of one session; the GDBus side calls it on the D-Bus thread.
@@ -189,8 +194,8 @@ final class MPRISPlayer: DBusObjectHandler {
     func call(interface: String, method: String, arguments: [DBusValue], reply: DBusReply) {
         let current = shared.withLock { $0.state }
         switch (interface, method) {
-        case (Self.rootInterface, "Raise"), (Self.rootInterface, "Quit"):
-            reply(.success([])) // CanRaise and CanQuit are false: no effect, as the spec says
+        case (Self.rootInterface, "Raise"): current.canRaise ? enqueue(.raise, reply: reply) : reply(.success([])) // no effect, as the spec says
+        case (Self.rootInterface, "Quit"): reply(.success([])) // CanQuit is false
         case (Self.playerInterface, "Play"): enqueue(.play, reply: reply)
         case (Self.playerInterface, "Pause"): enqueue(.pause, reply: reply)
         case (Self.playerInterface, "PlayPause"): enqueue(.playPause, reply: reply)
@@ -298,6 +303,7 @@ enum MPRISNames {
         <property name="CanRaise" type="b" access="read"/>
         <property name="HasTrackList" type="b" access="read"/>
         <property name="Identity" type="s" access="read"/>
+        <property name="DesktopEntry" type="s" access="read"/>
         <property name="SupportedUriSchemes" type="as" access="read"/>
         <property name="SupportedMimeTypes" type="as" access="read"/>
       </interface>

@@ -134,7 +134,8 @@ public final class MediaSession {
             canPause: commands.pause.isEnabled || commands.togglePlayPause.isEnabled,
             // A live broadcast is never seeked, whatever the model offers.
             canSeek: commands.seek.isEnabled && content?.duration != .live,
-            canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled)
+            canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled,
+            canRaise: commands.raise.isEnabled, desktopEntry: model.desktopEntry)
     }
 
     /// The item's artists; for an item that names none, where it plays (a desktop would say "Unknown artist").
@@ -164,6 +165,7 @@ public final class MediaSession {
         case .previous: try await commands.previous()
         case .seek(let seconds): try await commands.seek(seconds)
         case .volume(let level): try await commands.changeVolume(level)
+        case .raise: try await commands.raise()
         }
     }
 }

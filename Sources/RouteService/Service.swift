@@ -301,6 +301,13 @@ package final class RouteService: Sendable {
     /// The most files one cast takes.
     static let maxFiles = 10_000
 
+    /// The picker that moves the session at `path` (the desktop's Raise on its player): as PickDevice's with moveFrom,
+    /// for the desktop rather than an app.
+    private func showMovePicker(for path: String) throws {
+        guard let session = state.withLock({ $0.sessions[path] }) else { return }
+        _ = try pickers.start(parent: "", options: RouteServiceAPI.PickOptions(moveFrom: session.device.id), sender: "desktop")
+    }
+
     /// Refuses `method` to a sandboxed app: a sink sends the whole desktop's sound to a device, which only a person (or
     /// an app that is not sandboxed) may ask for.
     private func refuseSandboxed(_ sender: String, _ method: String) async throws {
@@ -366,6 +373,7 @@ package final class RouteService: Sendable {
                 session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
                                              descriptors: descriptors, allowances: allowances, startedBy: sender, owner: options.endsWithClient ? sender : nil,
                                              notices: notices, bus: bus, log: log, calls: calls, asker: { await self.asker($0) },
+                                             raise: { [path = RouteServiceAPI.sessionPathPrefix + String(number)] in try self.showMovePicker(for: path) },
                                              find: { try await self.find($0, timeout: 3) },
                                              taken: { await self.plays(on: $0, except: $1) })
             } catch {

@@ -41,6 +41,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let asker: @Sendable (String) async -> Asker
     /// The calls of each client waiting for answers, shared with the manager.
     private let calls: CallLimit
+    /// What the desktop's Raise on the session's player does: the picker that moves it.
+    private let raise: @Sendable () throws -> Void
     private struct State {
         /// The client whose leaving ends the session (nil: it belongs to the service).
         var owner: String?
@@ -62,6 +64,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
          descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], startedBy: String, owner: String?, notices: [String] = [],
          bus: DBusConnection, log: RouteLog, calls: CallLimit, asker: @escaping @Sendable (String) async -> Asker,
+         raise: @escaping @Sendable () throws -> Void,
          find: @escaping @Sendable (String) async throws -> MediaDevice, taken: @escaping @Sendable (MediaDevice, String) async -> Bool) throws {
         path = RouteServiceAPI.sessionPathPrefix + String(number)
         self.number = number
@@ -74,6 +77,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         self.startedBy = startedBy
         self.asker = asker
         self.calls = calls
+        self.raise = raise
         state = Mutex(State(owner: owner))
         initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
@@ -158,8 +162,10 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         }
         var failure: (any Error)?
         await withDiscardingTaskGroup { group in
-            let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)"
-            group.addTask { await CastPublication.run(cast, probes: probes, id: id) { _ in } }
+            let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)", raise = raise
+            group.addTask {
+                await CastPublication.run(cast, probes: probes, id: id, raise: raise, desktopEntry: RouteServiceAPI.moveDesktopEntry) { _ in }
+            }
             do { try await cast.run() } catch { failure = error }
             group.cancelAll()
         }

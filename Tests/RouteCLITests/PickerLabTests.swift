@@ -282,6 +282,12 @@ extension LabTests {
                     let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
                     #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
                 }
+                // The app behind the service's players: valid, hidden from menus, running `route move`.
+                let move = prefix + "/share/applications/io.github.route.Move.desktop"
+                let moveValidated = try Lab.tool("/usr/bin/desktop-file-validate", [move])
+                #expect(moveValidated.status == 0 && moveValidated.text.isEmpty, "\(moveValidated.text)")
+                let moveText = try String(contentsOfFile: move, encoding: .utf8)
+                #expect(moveText.contains("Exec=\"\(prefix)/bin/route\" move") && moveText.contains("NoDisplay=true"), "\(moveText)")
 
                 let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
                 try await Self.until(bus, lists: ["'Lab Renderer'"])
@@ -396,6 +402,24 @@ extension LabTests {
                 try gui.keys(["key", "Escape"], window: "^Move")
                 let cancelled = await kept.finish(within: 10)
                 #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
+                #expect(try Lab.transportState() == "PLAYING")
+
+                // The desktop's player is route's app (its desktop entry runs `route move`, which GNOME starts when the
+                // player is clicked), and its Raise (KDE's click) shows the picker that moves this very cast.
+                func root(_ property: String) throws -> String {
+                    try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
+                                           "--method", "org.freedesktop.DBus.Properties.Get", "org.mpris.MediaPlayer2", property]).text
+                }
+                let canRaise = try root("CanRaise"), desktopEntry = try root("DesktopEntry")
+                #expect(canRaise.contains("true") && desktopEntry.contains("'io.github.route.Move'"), "\(canRaise) \(desktopEntry)")
+                let raised = try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
+                                                    "--method", "org.mpris.MediaPlayer2.Raise"])
+                #expect(raised.status == 0, "\(raised)")
+                _ = try gui.rows(until: "Move “moving song” from Lab Renderer to:")
+                try gui.keys(["key", "Escape"], window: "^Move")
+                try await Lab.until("the raised picker is gone", within: 5) {
+                    try Lab.tool("/usr/bin/pgrep", ["-P", String(service.pid), "-x", "route-picker"]).status != 0
+                }
                 #expect(try Lab.transportState() == "PLAYING")
 
                 // A device reached only by its address (a Cast receiver that does not announce itself) is in no list:
