@@ -26,17 +26,16 @@ extension MovableCast: PlayingCast {}
 public enum CastPublication {
     /// Publishes the cast until cancelled or its statuses end, as `org.mpris.MediaPlayer2.route.<id>`: content from
     /// the probed files, state and device from the device's statuses (a moved cast stays one player, naming its new
-    /// device), commands through the session playing it; `raise`, when given, is what the desktop's Raise does, and
-    /// `desktopEntry` the app a desktop starts instead. Without a session bus it says so once (`onUnavailable`) and
+    /// device), commands through the session playing it; `raise`, when given, is what the desktop's Raise does (a
+    /// click on the player, in GNOME's media controls). Without a session bus it says so once (`onUnavailable`) and
     /// returns.
     @MainActor
     public static func run(_ cast: some PlayingCast, probes: ProbeAhead, id: String = "cast_\(getpid())",
-                           raise: (@Sendable () async throws -> Void)? = nil, desktopEntry: String? = nil,
+                           raise: (@Sendable () async throws -> Void)? = nil,
                            onUnavailable: @escaping @Sendable (String) -> Void) async {
         var controls = MediaCommands(speaking: cast.perform)
         if let raise { controls.raise = MediaCommand { try await raise() } }
         let model = RemotePlayback(id: id, devices: [cast.session.device], controls: controls, adoptsDeviceMetadata: false)
-        model.desktopEntry = desktopEntry
         let publication = MediaSession(model)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await publish(publication, onUnavailable: onUnavailable) }

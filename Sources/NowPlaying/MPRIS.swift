@@ -32,7 +32,6 @@ struct MPRISState: Sendable, Equatable {
     var canGoNext: Bool
     var canGoPrevious: Bool
     var canRaise = false
-    var desktopEntry: String?
 
     /// The speed MPRIS reports: the device's own while it plays, 1 otherwise.
     private var rate: Double { snapshot.rate.isFinite && snapshot.rate > 0 ? snapshot.rate : 1 }
@@ -63,10 +62,8 @@ struct MPRISState: Sendable, Equatable {
     }
 
     var rootProperties: [String: DBusValue] {
-        var properties: [String: DBusValue] = ["Identity": .string(identity), "CanQuit": .boolean(false), "CanRaise": .boolean(canRaise),
-                                               "HasTrackList": .boolean(false), "SupportedUriSchemes": .strings([]), "SupportedMimeTypes": .strings([])]
-        if let desktopEntry { properties["DesktopEntry"] = .string(desktopEntry) }
-        return properties
+        ["Identity": .string(identity), "CanQuit": .boolean(false), "CanRaise": .boolean(canRaise),
+         "HasTrackList": .boolean(false), "SupportedUriSchemes": .strings([]), "SupportedMimeTypes": .strings([])]
     }
 
     /// Microseconds into the item at `date`: extrapolated while playing, never past the length.
@@ -303,7 +300,6 @@ enum MPRISNames {
         <property name="CanRaise" type="b" access="read"/>
         <property name="HasTrackList" type="b" access="read"/>
         <property name="Identity" type="s" access="read"/>
-        <property name="DesktopEntry" type="s" access="read"/>
         <property name="SupportedUriSchemes" type="as" access="read"/>
         <property name="SupportedMimeTypes" type="as" access="read"/>
       </interface>

@@ -135,7 +135,7 @@ public final class MediaSession {
             // A live broadcast is never seeked, whatever the model offers.
             canSeek: commands.seek.isEnabled && content?.duration != .live,
             canGoNext: commands.next.isEnabled, canGoPrevious: commands.previous.isEnabled,
-            canRaise: commands.raise.isEnabled, desktopEntry: model.desktopEntry)
+            canRaise: commands.raise.isEnabled)
     }
 
     /// The item's artists; for an item that names none, where it plays (a desktop would say "Unknown artist").

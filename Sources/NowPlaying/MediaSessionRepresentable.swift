@@ -152,16 +152,12 @@ public protocol MediaSessionRepresentable: AnyObject, Observable, Sendable {
     /// Where it plays, in words, for an item with no artist: a desktop that shows a title and an artist only (GNOME's
     /// media controls) then shows this instead of "Unknown artist". Nil by default.
     var placeName: String? { get }
-    /// The desktop entry (its id, without `.desktop`) of the app behind the session: a desktop shows its icon and
-    /// starts it when the player is clicked (GNOME does, rather than asking Raise). Nil by default.
-    var desktopEntry: String? { get }
 }
 
 extension MediaSessionRepresentable {
     public var volume: Double? { nil }
     public var displayName: String { ProcessInfo.processInfo.processName }
     public var placeName: String? { nil }
-    public var desktopEntry: String? { nil }
 }
 
 /// A session that plays on other devices (a TV, a speaker): its state arrives from them.

@@ -20,8 +20,6 @@ public final class RemotePlayback: RemoteMediaSessionRepresentable {
     /// Whether `update` takes the title, artist and album from the device's reports (for a session route did
     /// not start); an owner that knows its items better sets `content` itself.
     public var adoptsDeviceMetadata: Bool
-    /// The desktop entry of the app behind the session (MediaSessionRepresentable's), nil for none.
-    public var desktopEntry: String?
     private var allowed: PlaybackStatus.Commands = .all
 
     /// A session `id` playing on `devices`, controlled through `controls`.

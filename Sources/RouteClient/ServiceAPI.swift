@@ -22,9 +22,6 @@ public enum RouteServiceAPI {
     public static let requestInterface = "io.github.route.Route1.Request"
     /// Requests are `…/request/N`.
     public static let requestPathPrefix = "/io/github/route/Route1/request/"
-    /// The desktop entry of the service's players (desktop/io.github.route.Move.desktop): a desktop that starts the
-    /// player's app when it is clicked (GNOME) runs `route move`, which asks where the cast goes.
-    public static let moveDesktopEntry = "io.github.route.Move"
     /// The version of the interfaces (the manager's `Version` property); a change that breaks a client makes `Route2`.
     public static let version: UInt32 = 1
 

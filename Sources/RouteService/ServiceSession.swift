@@ -164,7 +164,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         await withDiscardingTaskGroup { group in
             let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)", raise = raise
             group.addTask {
-                await CastPublication.run(cast, probes: probes, id: id, raise: raise, desktopEntry: RouteServiceAPI.moveDesktopEntry) { _ in }
+                await CastPublication.run(cast, probes: probes, id: id, raise: raise) { _ in }
             }
             do { try await cast.run() } catch { failure = error }
             group.cancelAll()

@@ -282,12 +282,6 @@ extension LabTests {
                     let offered = try Lab.tool("/usr/bin/env", ["XDG_DATA_HOME=\(prefix)/share", "XDG_DATA_DIRS=/usr/share", "gio", "mime", type])
                     #expect(offered.text.contains("io.github.route.PlayOn.desktop"), "Open With offers it for \(type): \(offered.text)")
                 }
-                // The app behind the service's players: valid, hidden from menus, running `route move`.
-                let move = prefix + "/share/applications/io.github.route.Move.desktop"
-                let moveValidated = try Lab.tool("/usr/bin/desktop-file-validate", [move])
-                #expect(moveValidated.status == 0 && moveValidated.text.isEmpty, "\(moveValidated.text)")
-                let moveText = try String(contentsOfFile: move, encoding: .utf8)
-                #expect(moveText.contains("Exec=\"\(prefix)/bin/route\" move") && moveText.contains("NoDisplay=true"), "\(moveText)")
 
                 let service = try sandbox.start(["service", "--providers", "upnp,local"], environment: gui.environment)
                 try await Self.until(bus, lists: ["'Lab Renderer'"])
@@ -404,14 +398,14 @@ extension LabTests {
                 #expect(cancelled.status == 1 && cancelled.stderr.contains("the cast plays on where it was"), "\(cancelled)")
                 #expect(try Lab.transportState() == "PLAYING")
 
-                // The desktop's player is route's app (its desktop entry runs `route move`, which GNOME starts when the
-                // player is clicked), and its Raise (KDE's click) shows the picker that moves this very cast.
+                // A click on the desktop's player (Raise: GNOME asks it of a player with no desktop entry) shows the
+                // picker that moves this very cast.
                 func root(_ property: String) throws -> String {
                     try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
                                            "--method", "org.freedesktop.DBus.Properties.Get", "org.mpris.MediaPlayer2", property]).text
                 }
-                let canRaise = try root("CanRaise"), desktopEntry = try root("DesktopEntry")
-                #expect(canRaise.contains("true") && desktopEntry.contains("'io.github.route.Move'"), "\(canRaise) \(desktopEntry)")
+                let canRaise = try root("CanRaise")
+                #expect(canRaise.contains("true"), "\(canRaise)")
                 let raised = try bus.tool("gdbus", ["call", "--session", "--dest", "org.mpris.MediaPlayer2.\(player)", "--object-path", "/org/mpris/MediaPlayer2",
                                                     "--method", "org.mpris.MediaPlayer2.Raise"])
                 #expect(raised.status == 0, "\(raised)")
@@ -430,6 +424,8 @@ extension LabTests {
                 #expect(toReceiver.status == 0, "\(toReceiver)")
                 try await Lab.until("the renderer has stopped", within: 5) { try Lab.transportState() == "STOPPED" }
                 let back = try sandbox.start(["move"], environment: environment)
+                // The heading and the row come separately (once the row came first, and the heading was not read): waited for each.
+                _ = try gui.rows(until: "Move “moving song” from ")
                 let fromAddress = try gui.rows(until: "reached by its address")
                 let receiver = try #require(fromAddress.first { ($0["name"] as? String)?.contains("reached by its address") == true }, "\(fromAddress)")
                 #expect(receiver["enabled"] as? Bool == false && (receiver["name"] as? String)?.contains("playing moving song") == true, "\(receiver)")
