@@ -118,6 +118,7 @@ let package = Package(
                     swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "RouteMedia", "RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteClientTests", dependencies: ["RouteClient", "RouteCore", "RouteGIO"], swiftSettings: swift6),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
