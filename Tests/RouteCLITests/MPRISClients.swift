@@ -1,60 +1,11 @@
-// SessionBus: a private D-Bus session bus for MPRIS tests (dbus-daemon on a path socket, reachable from the
-// lab's namespaces), and the real MPRIS clients that read it: playerctl, gdbus and dbus-monitor.
+// MPRISClients: the real MPRIS clients that read a private session bus (RouteTestSupport's): playerctl, gdbus and
+// dbus-monitor; and a `route service` started on one.
 
 import Foundation
 import RouteTestSupport
 import Testing
 
-/// A session bus of the test's own, removed by `stop()`.
-final class PrivateSessionBus: Sendable {
-    let directory: String
-    /// `unix:path=…`, for DBUS_SESSION_BUS_ADDRESS.
-    let address: String
-    private let daemon: Process
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("route-bus-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        address = "unix:path=\(directory)/bus"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--address=\(address)", "--nofork", "--nopidfile"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Until the bus answers (its socket file exists a moment before it listens).
-        let deadline = Date(timeIntervalSinceNow: 10)
-        var answering = false
-        while !answering, process.isRunning, Date() < deadline {
-            if FileManager.default.fileExists(atPath: directory + "/bus") {
-                answering = (try? Lab.tool("/usr/bin/dbus-send", ["--bus=\(address)", "--print-reply", "--dest=org.freedesktop.DBus",
-                                                               "/org/freedesktop/DBus", "org.freedesktop.DBus.GetId"]))?.status == 0
-            }
-            if !answering { usleep(10_000) }
-        }
-        guard answering else {
-            kill(process.processIdentifier, SIGKILL)
-            throw ToolFailed(description: "dbus-daemon did not start a session bus at \(address)")
-        }
-        daemon = process
-    }
-
-    /// The environment of a `route` that publishes on this bus.
-    var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address] }
-
-    /// Ends the bus. SIGKILL: a child Foundation starts has SIGTERM blocked, and would never see one.
-    func stop() {
-        kill(daemon.processIdentifier, SIGKILL)
-        waitForExit(daemon, seconds: 5)
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// Runs a D-Bus client on this bus; its status and output.
-    func tool(_ name: String, _ arguments: [String]) throws -> ToolOutput {
-        try Lab.tool("/usr/bin/env", ["DBUS_SESSION_BUS_ADDRESS=\(address)", name] + arguments)
-    }
-
+extension PrivateSessionBus {
     /// `playerctl ARGS`'s output, trimmed.
     func playerctl(_ arguments: String...) throws -> String {
         try tool("playerctl", arguments).text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -105,13 +56,6 @@ final class PrivateSessionBus: Sendable {
         try process.run()
         return (process, output)
     }
-}
-
-/// Runs `body` with a private session bus, stopped afterwards.
-func withSessionBus(isolation: isolated (any Actor)? = #isolation, _ body: (PrivateSessionBus) async throws -> Void) async throws {
-    let bus = try PrivateSessionBus()
-    defer { bus.stop() }
-    try await body(bus)
 }
 
 extension Sandbox {
