@@ -113,8 +113,11 @@ let package = Package(
                           path: "Tests/Fuzz", exclude: ["Corpus", "lsan.supp"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
-        .testTarget(name: "RouteCLITests", dependencies: ["RouteCore", "UPnPProvider", "RouteTestSupport", "NowPlaying", "MediaRouting", "RouteCLI",
-                                                       "RouteClient", "RouteControl", "RouteMedia"],
+        // The CLI's own tests (arguments, help, the terminal, exit codes), running the built route.
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCLI", "RouteClient", "RouteCore", "RouteMedia", "RouteTestSupport"],
+                    swiftSettings: swift6),
+        // End to end against real peers in the lab (scripts/lab): renderers, Cast receivers, sound servers, a display.
+        .testTarget(name: "RouteLabTests", dependencies: ["RouteCore", "UPnPProvider", "MediaRouting", "NowPlaying", "RouteTestSupport"],
                     swiftSettings: swift6),
         .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),

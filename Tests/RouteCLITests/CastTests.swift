@@ -2,6 +2,7 @@
 // "This computer" into a real-time fakesink, and control of a running cast from other `route` processes.
 
 import Foundation
+import RouteTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct CastBadInputTests {

@@ -7,33 +7,6 @@ import RouteCore
 import RouteTestSupport
 import Testing
 
-/// What `Tests/LabTools/terminal` saw.
-struct TerminalRun: Decodable {
-    struct Modes: Decodable {
-        let echo: Bool
-        let canonical: Bool
-    }
-    let output: String
-    let exit: Int32
-    let modes: [String: Modes?]
-}
-
-extension Sandbox {
-    /// Runs `route ARGS` in a pseudo-terminal `columns` wide, taking `steps` (see the tool's help), with `extra`
-    /// in its environment.
-    func runInTerminal(_ arguments: [String], columns: Int = 80, steps: [String], timeout: Double = 30,
-                       environment extra: [String: String] = [:]) async throws -> TerminalRun {
-        let tool = RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/terminal").path
-        let environment = self.environment().merging(extra) { $1 }.map { "\($0.key)=\($0.value)" }
-        let command = [tool, "--cols", String(columns), "--timeout", String(timeout)] + steps.flatMap { ["--step", $0] }
-            + ["--", "/usr/bin/env", "-i"] + environment + [RouteBinary.path] + arguments
-        let result = try await offThePool {
-            try runTool(command[0], Array(command.dropFirst()), directory: self.root, outputs: .output, within: timeout + 10)
-        }
-        return try JSONDecoder().decode(TerminalRun.self, from: Data(result.text.utf8))
-    }
-}
-
 @Suite(.timeLimit(.minutes(1))) struct TerminalTests {
     /// Columns a terminal gives a string: wide characters take two.
     private static func columns(_ text: String) -> Int {

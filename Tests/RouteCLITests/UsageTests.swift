@@ -72,7 +72,7 @@ import Testing
                 }
             }
             let bash = try await sandbox.run(["completion", "bash"])
-            let syntax = try Lab.tool("/bin/bash", ["-n", "-c", bash.stdout])
+            let syntax = try runTool("/bin/bash", ["-n", "-c", bash.stdout])
             #expect(syntax.status == 0, "bash -n: \(syntax.text)")
             let page = try await sandbox.run(["manpage"])
             #expect(page.stdout.hasPrefix(".TH ROUTE 1"))

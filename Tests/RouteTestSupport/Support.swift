@@ -3,63 +3,71 @@
 // leaves no `route` process behind.
 
 import Foundation
-import RouteTestSupport
 import Synchronization
 import Testing
 
 /// Where the package and its built `route` are, from this file's path.
-enum RouteBinary {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
+public enum RouteBinary {
+    public static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let path = packageRoot.appendingPathComponent(".build/debug/route").path
+    public static let path = packageRoot.appendingPathComponent(".build/debug/route").path
 }
 
 /// What one finished run of `route` did.
-struct RouteResult: CustomStringConvertible {
+public struct RouteResult: CustomStringConvertible {
     /// The exit code; 128 + the signal number when `signaled`, as a shell reports it (-1: it would not die).
-    let status: Int32
+    public let status: Int32
     /// Whether a signal ended it (a crash, or our kill) rather than exit().
-    var signaled = false
-    let stdout: String
-    let stderr: String
-    let elapsed: Duration
+    public var signaled = false
+    public let stdout: String
+    public let stderr: String
+    public let elapsed: Duration
 
-    var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
-    var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    /// A run's result, as `finish` makes it (or a test makes it of a run's output so far).
+    public init(status: Int32, signaled: Bool = false, stdout: String, stderr: String, elapsed: Duration) {
+        self.status = status
+        self.signaled = signaled
+        self.stdout = stdout
+        self.stderr = stderr
+        self.elapsed = elapsed
+    }
 
-    var description: String {
+    public var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+    public var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+
+    public var description: String {
         "\(signaled ? "killed by signal \(status - 128)" : "exit \(status)") after \(elapsed)\nstdout: \(stdout)\nstderr: \(stderr)"
     }
 }
 
 /// A `route` started in the background.
-final class RouteProcess: @unchecked Sendable {
+public final class RouteProcess: @unchecked Sendable {
     // Safety: every property is a constant; Process's isRunning, pid and terminationStatus are thread-safe.
-    let process: Process
-    let stdoutPath: String
-    let stderrPath: String
-    let started: ContinuousClock.Instant
+    public let process: Process
+    public let stdoutPath: String
+    public let stderrPath: String
+    public let started: ContinuousClock.Instant
 
-    init(process: Process, stdoutPath: String, stderrPath: String) {
+    public init(process: Process, stdoutPath: String, stderrPath: String) {
         self.process = process
         self.stdoutPath = stdoutPath
         self.stderrPath = stderrPath
         started = .now
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
 
     /// Sends `number` while the process runs, never after: a run of the suite uses more pids than the kernel's
     /// 32768, so an ended process's pid soon belongs to another (a peer of another lab, say).
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         if process.isRunning { kill(pid, number) }
     }
-    var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// Waits until the process exits, at most `seconds`; kills it (and records an issue) when it does not.
-    func finish(within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation) async -> RouteResult {
+    public func finish(within seconds: Double, sourceLocation: SourceLocation = #_sourceLocation) async -> RouteResult {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while process.isRunning, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -83,14 +91,14 @@ final class RouteProcess: @unchecked Sendable {
 }
 
 /// A private directory per test, the environment `route` runs with there, and the processes it started.
-final class Sandbox: Sendable {
-    let root: String
+public final class Sandbox: Sendable {
+    public let root: String
     /// ROUTE_RUNTIME_DIR for every `route` run here: where casts put their control sockets.
-    let runtimeDir: String
+    public let runtimeDir: String
     private let launched = Mutex<[RouteProcess]>([])
     private let counter = Mutex(0)
 
-    init() throws {
+    public init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("route-cli-tests-\(UUID().uuidString)").path
         runtimeDir = root + "/runtime"
         // 0755 so `nobody` can reach files in it (see the unreadable-file test).
@@ -115,7 +123,7 @@ final class Sandbox: Sendable {
 
     /// The environment: the test process's, without any ROUTE_ setting, plus real-time fakesinks (so
     /// nothing is heard and playback takes real time) and the private runtime directory.
-    func environment(_ extra: [String: String] = [:]) -> [String: String] {
+    public func environment(_ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("ROUTE_") }
         environment["ROUTE_AUDIO_SINK"] = "fakesink sync=true"
         environment["ROUTE_VIDEO_SINK"] = "fakesink sync=true"
@@ -134,7 +142,7 @@ final class Sandbox: Sendable {
 
     /// Starts `route ARGS` with stdin from /dev/null (not a terminal); `prefix` runs it through
     /// another program (`setpriv …`).
-    func start(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = []) throws -> RouteProcess {
+    public func start(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = []) throws -> RouteProcess {
         let n = counter.withLock { $0 += 1; return $0 }
         let stdoutPath = root + "/stdout-\(n).txt", stderrPath = root + "/stderr-\(n).txt"
         try Data().write(to: URL(fileURLWithPath: stdoutPath))
@@ -159,14 +167,14 @@ final class Sandbox: Sendable {
     }
 
     /// Runs `route ARGS` to its end (at most `timeout` seconds).
-    func run(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = [],
+    public func run(_ arguments: [String], environment extra: [String: String] = [:], prefix: [String] = [],
              timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) async throws -> RouteResult {
         try await start(arguments, environment: extra, prefix: prefix).finish(within: timeout, sourceLocation: sourceLocation)
     }
 
     /// Runs `route ARGS` again and again until `condition` holds for its result, at most `seconds`.
     @discardableResult
-    func poll(_ arguments: [String], within seconds: Double = 10, _ what: String,
+    public func poll(_ arguments: [String], within seconds: Double = 10, _ what: String,
               sourceLocation: SourceLocation = #_sourceLocation,
               until condition: (RouteResult) -> Bool) async throws -> RouteResult {
         let deadline = ContinuousClock.now + .seconds(seconds)
@@ -183,7 +191,7 @@ final class Sandbox: Sendable {
 
     /// Ends the test: every `route` it started must have exited (stragglers are killed and reported),
     /// no other `route` process may be working in the sandbox, and the sandbox is removed.
-    func cleanUp(sourceLocation: SourceLocation = #_sourceLocation) {
+    public func cleanUp(sourceLocation: SourceLocation = #_sourceLocation) {
         for process in launched.withLock({ $0 }) where process.isRunning {
             Issue.record("`route` (pid \(process.pid)) was left running; killing it. It said:\n\(process.stdout.suffix(2000))\n\(process.stderr.suffix(4000))",
                          sourceLocation: sourceLocation)
@@ -199,7 +207,7 @@ final class Sandbox: Sendable {
     }
 
     /// Writes a WAV of `seconds` (a multiple of 0.02) of stereo 44.1 kHz tone into the sandbox.
-    func wav(_ name: String, seconds: Double) async throws -> String {
+    public func wav(_ name: String, seconds: Double) async throws -> String {
         let path = root + "/" + name
         try await Fixtures.gst("audiotestsrc num-buffers=\(Int((seconds * 50).rounded())) samplesperbuffer=882 "
             + "! audio/x-raw,rate=44100,channels=2 ! audioconvert ! wavenc ! filesink location=OUT", to: path)
@@ -207,7 +215,7 @@ final class Sandbox: Sendable {
     }
 
     /// Writes a VP8 + Vorbis WebM of `seconds` (160x120) into the sandbox: a video most renderers need converted.
-    func webm(_ name: String, seconds: Int) async throws -> String {
+    public func webm(_ name: String, seconds: Int) async throws -> String {
         let path = root + "/" + name
         try await Fixtures.gst("videotestsrc num-buffers=\(seconds * 30) ! video/x-raw,width=160,height=120,framerate=30/1 "
             + "! vp8enc deadline=1 ! queue ! webmmux name=mux ! filesink location=OUT audiotestsrc num-buffers=\(seconds * 47) "
@@ -216,14 +224,14 @@ final class Sandbox: Sendable {
     }
 
     /// Writes a 320x240 JPEG picture into the sandbox.
-    func jpeg(_ name: String) async throws -> String {
+    public func jpeg(_ name: String) async throws -> String {
         let path = root + "/" + name
         try await Fixtures.gst("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! jpegenc ! filesink location=OUT", to: path)
         return path
     }
 
     /// Writes a file with these contents into the sandbox.
-    func file(_ name: String, _ contents: String) throws -> String {
+    public func file(_ name: String, _ contents: String) throws -> String {
         let path = root + "/" + name
         try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
         return path
@@ -231,7 +239,7 @@ final class Sandbox: Sendable {
 
     /// The control socket a cast to "This computer" (id `local:local`) listens on: named by the FNV-1a
     /// hash of the device id, as SessionDirectory documents.
-    var localSocket: String {
+    public var localSocket: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in "local:local".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let hex = String(hash, radix: 16)
@@ -239,17 +247,20 @@ final class Sandbox: Sendable {
     }
 }
 
-struct PollTimeout: Error {}
+/// A condition a poll waited for did not come in time.
+public struct PollTimeout: Error {
+    public init() {}
+}
 
 /// Runs `body` in a fresh sandbox and cleans it up afterwards, also when `body` throws.
-func inSandbox(sourceLocation: SourceLocation = #_sourceLocation, _ body: (Sandbox) async throws -> Void) async throws {
+public func inSandbox(sourceLocation: SourceLocation = #_sourceLocation, _ body: (Sandbox) async throws -> Void) async throws {
     let sandbox = try Sandbox()
     defer { sandbox.cleanUp(sourceLocation: sourceLocation) }
     try await body(sandbox)
 }
 
 /// Pids of live processes running the `route` or `route-full` binary whose command line or environment mentions `text`.
-func routeProcesses(mentioning text: String) -> [Int32] {
+public func routeProcesses(mentioning text: String) -> [Int32] {
     // `route` hands most commands to `route-full` by exec: a process may be either binary by now.
     let binaries = Set([RouteBinary.path, RouteBinary.path + "-full"].flatMap { [$0, URL(fileURLWithPath: $0).resolvingSymlinksInPath().path] })
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
