@@ -124,6 +124,7 @@ let package = Package(
         .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "RouteMedia", "RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteServiceTests", dependencies: ["RouteService", "RouteClient", "RouteGIO", "MediaRouting", "RouteCore", "RouteTestSupport"],
                     swiftSettings: swift6),
+        .testTarget(name: "RouteSoundTests", dependencies: ["RouteSound"], swiftSettings: swift6),
         .testTarget(name: "RouteClientTests", dependencies: ["RouteClient", "RouteCore", "RouteGIO"], swiftSettings: swift6),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
