@@ -66,7 +66,9 @@ let package = Package(
             dependencies: ["RouteCore", "DLNA", "RouteGIO", "RouteGLib", "CRouteShim", "CGStreamer", "CGStreamerPbutils", "CGStreamerApp"],
             swiftSettings: swift6
         ),
-        .target(name: "UPnPProvider", dependencies: ["RouteCore", "DLNA", "RouteGLib", "CUPnP", "CLibXML2"], path: "Plugins/UPnP", swiftSettings: swift6),
+        // A bounded element tree for XML from the network (libxml2's reader), and escaping for what route writes.
+        .target(name: "RouteXML", dependencies: ["CLibXML2"], swiftSettings: swift6),
+        .target(name: "UPnPProvider", dependencies: ["RouteCore", "DLNA", "RouteGLib", "RouteXML", "CUPnP"], path: "Plugins/UPnP", swiftSettings: swift6),
         .target(name: "MDNSDiscovery", dependencies: ["RouteCore", "CAvahiClient"], path: "Plugins/MDNS", swiftSettings: swift6),
         .target(name: "CastProvider", dependencies: ["RouteCore", "COpenSSL", "CCastMessage"], path: "Plugins/Cast", swiftSettings: swift6),
         // Drop-in plugins (Plugins/PROTOCOL.md): the messages both ends speak, the host that runs plugins as
@@ -84,7 +86,7 @@ let package = Package(
         .target(name: "NowPlaying", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
         // The composition layer: the standard providers over shared discovery (MediaRouter.standard()), and what a cast
         // needs around its session (probe-ahead, its publication on the desktop), shared by the CLI and apps.
-        .target(name: "MediaRouting", dependencies: ["RouteCore", "RouteMedia", "UPnPProvider", "MDNSDiscovery", "CastProvider",
+        .target(name: "MediaRouting", dependencies: ["RouteCore", "RouteMedia", "RouteXML", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                      "RoutePluginHost", "NowPlaying", "RouteSound"], swiftSettings: swift6),
         // What apps link to use the route service over D-Bus: GIO only, no provider.
         .target(name: "RouteClient", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
@@ -108,7 +110,7 @@ let package = Package(
                           swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.
-        .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "MediaRouting", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",
+        .executableTarget(name: "route-fuzz", dependencies: ["RouteCore", "RouteMedia", "MediaRouting", "RouteXML", "UPnPProvider", "CUPnP", "CastProvider", "RoutePluginProtocol",
                                                              "MDNSDiscovery", "CAvahiClient"],
                           path: "Tests/Fuzz", exclude: ["Corpus", "lsan.supp"], swiftSettings: swift6),
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
@@ -119,7 +121,7 @@ let package = Package(
         // End to end against real peers in the lab (scripts/lab): renderers, Cast receivers, sound servers, a display.
         .testTarget(name: "RouteLabTests", dependencies: ["RouteCore", "UPnPProvider", "MediaRouting", "NowPlaying", "RouteTestSupport"],
                     swiftSettings: swift6),
-        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteCore", "CUPnP"], swiftSettings: swift6),
+        .testTarget(name: "UPnPProviderTests", dependencies: ["UPnPProvider", "RouteXML", "RouteCore", "CUPnP"], swiftSettings: swift6),
         .testTarget(name: "CastProviderTests", dependencies: ["CastProvider", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "RouteMedia", "RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteServiceTests", dependencies: ["RouteService", "RouteClient", "RouteGIO", "MediaRouting", "RouteCore", "RouteTestSupport"],

@@ -3,6 +3,7 @@
 
 import DLNA
 import Foundation
+import RouteXML
 import RouteCore
 
 /// One service of a device, with absolute URLs.

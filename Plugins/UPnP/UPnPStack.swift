@@ -3,6 +3,7 @@
 
 import CUPnP
 import Foundation
+import RouteXML
 import RouteCore
 import RouteGLib
 import Synchronization

@@ -3,7 +3,7 @@
 
 import Foundation
 import RouteMedia
-import UPnPProvider
+import RouteXML
 
 /// Parses playlist files.
 public enum PlaylistFile {

@@ -5,6 +5,7 @@ import CAvahiClient
 import CastProvider
 import CUPnP
 import Foundation
+import RouteXML
 import MDNSDiscovery
 import MediaRouting
 import RouteCore

@@ -4,6 +4,7 @@
 
 import CUPnP
 import Foundation
+import RouteXML
 import RouteCore
 import Testing
 @testable import UPnPProvider

@@ -1,5 +1,5 @@
-// XML: a bounded element tree for the XML that reaches route from the network (descriptions, SCPDs, SOAP
-// replies, GENA bodies, LastChange), the UPnP documents read with it, and escaping for the documents we write.
+// XML: a bounded element tree for the XML that reaches route from the network (UPnP descriptions, SCPDs, SOAP
+// replies, GENA bodies, LastChange; XSPF playlists from the web), and escaping for the documents route writes.
 // Nothing here recurses in proportion to the input: depth, element count, text and input size are capped.
 // Documents are read with libxml2's streaming reader (the one choke point for libxml2 is `build`).
 
@@ -216,43 +216,4 @@ package func xmlEscape(_ text: String) -> String {
 private func isForbiddenInXML(_ scalar: Unicode.Scalar) -> Bool {
     let value = scalar.value
     return (value < 0x20 && value != 0x09 && value != 0x0A && value != 0x0D) || (0x7F...0x9F).contains(value) || value == 0xFFFE || value == 0xFFFF
-}
-
-/// A SOAP action response: `<u:ActionResponse><Arg>value</Arg>…`.
-package enum SOAPResponse {
-    /// The response's arguments by name (libupnp hands over the response element itself, or the whole envelope).
-    package static func arguments(_ root: XMLNode) -> [String: String] {
-        let response = root.name.hasSuffix("Response") ? root : root.all("Body").first?.children.first ?? root
-        var result: [String: String] = [:]
-        for child in response.children { result[child.name] = child.text }
-        return result
-    }
-}
-
-/// A GENA NOTIFY body: `<e:propertyset><e:property><Name>value</Name>…`.
-package enum PropertySet {
-    package static func variables(_ root: XMLNode) -> [String: String] {
-        var result: [String: String] = [:]
-        for property in root.all("property") {
-            for variable in property.children { result[variable.name] = variable.text }
-        }
-        return result
-    }
-}
-
-/// The AV services' LastChange variable: `<Event><InstanceID val="0"><TransportState val="PLAYING"/>…`.
-package enum LastChange {
-    /// The state variables of instance 0, by name (`TransportState` → `PLAYING`; `Volume` of channel Master);
-    /// empty when the value is not a readable event.
-    package static func parse(_ text: String) -> [String: String] {
-        guard let root = try? XMLNode.parse(text, limits: .message) else { return [:] }
-        let instances = root.all("InstanceID")
-        guard let instance = instances.first(where: { $0.attributes["val"] == "0" }) ?? instances.first else { return [:] }
-        var result: [String: String] = [:]
-        for variable in instance.children {
-            if let channel = variable.attributes["channel"], channel != "Master" { continue }
-            if let value = variable.attributes["val"] { result[variable.name] = value }
-        }
-        return result
-    }
 }
