@@ -98,7 +98,7 @@ let package = Package(
         // The route service (Documentation/DBUS-API.md): the manager, its sessions, sinks and pickers; `route service`
         // is a thin shell over it.
         .target(name: "RouteService", dependencies: ["RouteCore", "RouteClient", "RouteControl", "RouteGIO", "RouteMedia", "MediaRouting",
-                                                     "NowPlaying", "RouteSound", "UPnPProvider"], swiftSettings: swift6),
+                                                     "NowPlaying", "RouteSound"], swiftSettings: swift6),
         // The CLI: what both executables share (arguments, help, the cast's terminal), the thin `route` people run (it
         // asks the service, and leaves everything else to route-full), and route-full.
         .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient", "RouteControl"], swiftSettings: swift6),

@@ -64,6 +64,16 @@ public enum StandardProviders {
     }
     private static let shared = Mutex<(ssdp: SSDPService, dnssd: AvahiBrowser)?>(nil)
 
+    /// How often SSDP searches while nobody wants a device list: devices announce themselves (ssdp:alive, at least
+    /// every half of their max-age, 30 min at most), and avahi-daemon keeps mDNS's cache by itself.
+    static let idleSearchInterval: Duration = .seconds(1800)
+
+    /// Whether the shared discovery searches actively (SSDP every 10 s: someone looks at the device list) or seldom
+    /// (every `idleSearchInterval`: a service nobody asks).
+    public static func searchActively(_ wanted: Bool, log: RouteLog) {
+        sharedDiscovery(log: log).ssdp.setSearchInterval(wanted ? SSDPService.researchInterval : idleSearchInterval)
+    }
+
     /// The discovery `providers` need: the shared services when one of them discovers over the network, else none.
     public static func discovery(for providers: [any RouteProvider], log: RouteLog) -> DiscoveryServices {
         guard discoverNetwork(providers) else { return .none }

@@ -10,7 +10,6 @@ import RouteGIO
 import RouteMedia
 import RouteSound
 import Synchronization
-import UPnPProvider
 
 /// The service: owns `io.github.route.Route1`, exports the manager, runs discovery and the sessions. `route service`
 /// runs one; so can any program that wants to be the service.
@@ -124,15 +123,10 @@ package final class RouteService: Sendable {
         .array(elementType: "a{sv}", devices.compactMap { try? DBusCoding.encode($0) })
     }
 
-    /// How often SSDP searches while no client wants a device list: devices announce themselves (ssdp:alive, at
-    /// least every half of their max-age, 30 min at most), and avahi-daemon keeps mDNS's cache by itself.
-    static let idleSearchInterval: Duration = .seconds(1800)
-
-    /// Searches every 10 s while a client holds a lease on the device list, else every `idleSearchInterval`.
+    /// Searches actively while a client holds a lease on the device list, else seldom (StandardProviders.searchActively).
     private func searchesChanged() {
         guard StandardProviders.discoverNetwork(providers) else { return }
-        let wanted = state.withLock { !$0.watchers.isEmpty }
-        StandardProviders.sharedDiscovery(log: log).ssdp.setSearchInterval(wanted ? SSDPService.researchInterval : Self.idleSearchInterval)
+        StandardProviders.searchActively(state.withLock { !$0.watchers.isEmpty }, log: log)
     }
 
     /// Seconds since discovery started.
