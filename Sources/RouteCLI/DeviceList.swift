@@ -29,7 +29,8 @@ package struct ServiceDevices: DeviceSource {
 
 extension DeviceSource {
     /// Follows the list until discovery has listened `timeout` seconds (at once when it has already), handing each
-    /// list to `each` as it comes; returns the last.
+    /// list to `each` as it comes; returns the last (none when no list came within `timeout`, or a second).
+    /// - Throws: what ended the list before its first (the route service left the bus).
     package func devices(within timeout: Double, each: @escaping @Sendable ([MediaDevice]) -> Void = { _ in }) async throws -> [MediaDevice] {
         try await listen { updates in
             let latest = Mutex<[MediaDevice]>([])
@@ -43,8 +44,15 @@ extension DeviceSource {
                 }
             }
             defer { follower.cancel() }
+            // A source that hears nothing at all sends no list: the wait for the first one has a deadline too.
+            let deadline = Task {
+                try? await Task.sleep(for: .milliseconds(Int(max(timeout, 1) * 1000)))
+                listening.finish()
+            }
+            defer { deadline.cancel() }
             var iterator = listened.makeAsyncIterator()
             guard let already = await iterator.next() else {
+                follower.cancel()
                 try await follower.value
                 return latest.withLock { $0 }
             }

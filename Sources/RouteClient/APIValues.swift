@@ -43,15 +43,16 @@ extension RouteServiceAPI {
         /// Reads the options a client sent: each key of its type and within its range, and no other key.
         /// - Throws: `RouteServiceAPI.OptionError` naming the first option that is not one.
         public init(from decoder: any Decoder) throws {
-            let seconds = "seconds (a double) from 1 to 3600", flag = "a boolean"
+            let flag = "a boolean"
             let options = try OptionReader(decoder, takes: [
-                "via": "a protocol name", "subtitles": "a path or \"\"", "imageDuration": seconds, "startTimeout": seconds,
+                "via": "a protocol name", "subtitles": "a path or \"\"", "imageDuration": "seconds (a double), more than 0, at most 3600",
+                "startTimeout": "seconds (a double) from 1 to 3600",
                 "endsWithClient": flag, "recursive": flag, "shuffle": flag, "loop": flag, "resume": flag,
                 "start": "seconds (a double), 0 or more",
             ])
             via = try options.value("via")
             subtitles = try options.value("subtitles")
-            imageDuration = try options.value("imageDuration") { (1...3600).contains($0) }
+            imageDuration = try options.value("imageDuration") { $0 > 0 && $0 <= 3600 }
             startTimeout = try options.value("startTimeout") { (1...3600).contains($0) }
             endsWithClient = try options.value("endsWithClient") ?? true
             recursive = try options.value("recursive") ?? false

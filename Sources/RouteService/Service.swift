@@ -244,14 +244,14 @@ package final class RouteService: Sendable {
             var options = try RouteServiceAPI.options(RouteServiceAPI.PickOptions.self, from: given, method: method)
             // A picker that moves a session: the session found as Move finds it, its device handed to the window.
             if let query = options.moveFrom {
-                let session = try session(playingOn: query)
+                let session = try await session(playingOn: query, movedBy: sender)
                 if let refusal = await session.refusal(to: sender, "PickDevice") { throw refusal }
                 options.moveFrom = session.device.id
             }
             return [.objectPath(try pickers.start(parent: parent, options: options, sender: sender))]
         case "Move":
             guard arguments.count == 2, case .string(let to) = arguments[0], case .string(let from) = arguments[1] else { throw invalid(method) }
-            let session = try self.session(playingOn: from)
+            let session = try await self.session(playingOn: from, movedBy: sender)
             if let refusal = await session.refusal(to: sender, method) { throw refusal }
             try await session.move(to: to)
             return [.objectPath(session.path)]
@@ -434,18 +434,30 @@ package final class RouteService: Sendable {
 
     /// The session a move takes: the one playing on the device `query` names, or (no query) the only one, else the
     /// active one (whose device last started playing).
-    private func session(playingOn query: String) throws -> ServiceSession {
+    /// The session `query` names for `sender` to move: among every session, or for a sandboxed app among its own
+    /// (the only or active one of its own, for `""`).
+    private func session(playingOn query: String, movedBy sender: String) async throws -> ServiceSession {
+        let own = await asker(sender).actsForTheDesktop ? nil : sender
+        return try session(playingOn: query, startedBy: own)
+    }
+
+    private func session(playingOn query: String, startedBy owner: String?) throws -> ServiceSession {
         // Each with its device as it is now: a session may move meanwhile.
-        let playing = state.withLock { Array($0.sessions.values) }.map { (session: $0, device: $0.device) }
+        let playing = state.withLock { Array($0.sessions.values) }.filter { owner.map($0.isStarted(by:)) ?? true }
+            .map { (session: $0, device: $0.device) }
+        // A sandboxed app's own casts are all it may move: the others are not said to it.
+        let own = owner == nil ? "" : " (a sandboxed app moves only the casts it started)"
         guard !playing.isEmpty else {
-            throw RouteError(.notCasting, "nothing is being cast by the route service, so there is nothing to move; start a cast with `route cast`")
+            throw RouteError(.notCasting, owner == nil
+                ? "nothing is being cast by the route service, so there is nothing to move; start a cast with `route cast`"
+                : "this app has no cast of the route service's to move\(own)")
         }
         let names = playing.map(\.device.name).sorted()
         let playingOn = names.map { "\"\($0)\"" }.joined(separator: ", ")
         if !query.isEmpty {
             guard let device = try? DeviceMatcher.pick(query, in: playing.map(\.device)),
                   let found = playing.first(where: { $0.device.id == device.id }) else {
-                throw RouteError(.notCasting, "no cast of the route service plays on \"\(query)\" (casts play on \(playingOn))", names: names)
+                throw RouteError(.notCasting, "no cast of the route service plays on \"\(query)\" (casts play on \(playingOn))\(own)", names: names)
             }
             return found.session
         }

@@ -98,9 +98,12 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// When the session's device last started playing, if it has.
     var startedPlaying: ContinuousClock.Instant? { state.withLock { $0.startedPlaying } }
 
+    /// Whether the client `sender` made the session.
+    func isStarted(by sender: String) -> Bool { sender == startedBy }
+
     /// Why `sender` may not control or move the session: a sandboxed app that did not make it; nil when it may.
     func refusal(to sender: String, _ method: String) async -> DBusError? {
-        guard sender != startedBy, !(await asker(sender)).actsForTheDesktop else { return nil }
+        guard !isStarted(by: sender), !(await asker(sender)).actsForTheDesktop else { return nil }
         return DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "\(method): refused: a sandboxed app controls only the casts it started")
     }
 

@@ -13,8 +13,9 @@ enum Devices {
     }
 }
 
-/// The devices a router in this process hears while it discovers. With no provider that discovers over the network
-/// (This computer alone), the first list that holds a device is all there will be.
+/// The devices a router in this process hears while it discovers: each list that holds a device (an empty one is
+/// only a provider that has not started yet). With no provider that discovers over the network (This computer
+/// alone), the first such list is all there will be.
 struct RouterDevices: DeviceSource {
     let router: MediaRouter
 
@@ -26,10 +27,8 @@ struct RouterDevices: DeviceSource {
             let started = ContinuousClock.now
             let lists = router.deviceUpdates()
             let (updates, continuation) = AsyncThrowingStream<DeviceListUpdate, any Error>.makeStream()
-            // The list now (none heard yet is a list too, while the network is searched), then each change.
             let relay = Task {
-                if networked { continuation.yield((router.devices, 0)) }
-                for await list in lists where networked || !list.isEmpty {
+                for await list in lists where !list.isEmpty {
                     continuation.yield((list, networked ? (ContinuousClock.now - started) / .seconds(1) : .infinity))
                 }
                 continuation.finish()

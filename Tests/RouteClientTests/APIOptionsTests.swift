@@ -40,13 +40,14 @@ import Testing
     @Test func anAppsIntegerIsSecondsToo() throws {
         // Python's GLib.Variant('i', 5) or ('x', 5) where the page says d: the number is meant, and taken.
         #expect(try cast(["imageDuration": .int32(5), "start": .int64(3)]).get().imageDuration == 5)
+        #expect(try cast(["imageDuration": .double(0.5)]).get().imageDuration == 0.5, "half a second a picture, as route cast takes it")
         #expect(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: ["idle": .variant(.double(2))], method: "StartSink").idle == 2)
     }
 
     @Test(arguments: [
         (["loud": DBusValue.boolean(true)], "Cast: the option loud takes nothing: there is no such option"),
         (["shuffle": .string("yes")], "Cast: the option shuffle takes a boolean"),
-        (["imageDuration": .double(0.5)], "Cast: the option imageDuration takes seconds (a double) from 1 to 3600"),
+        (["imageDuration": .double(0)], "Cast: the option imageDuration takes seconds (a double), more than 0, at most 3600"),
         (["startTimeout": .double(4000)], "Cast: the option startTimeout takes seconds (a double) from 1 to 3600"),
         (["start": .double(-1)], "Cast: the option start takes seconds (a double), 0 or more"),
         (["via": .int32(1)], "Cast: the option via takes a protocol name"),

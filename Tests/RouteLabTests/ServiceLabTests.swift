@@ -694,14 +694,16 @@ extension LabTests {
                     // What a sandboxed app may not do: control or move a cast it did not start, or send the desktop's sound.
                     let session = opened.text.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("/io/github/route/Route1/session/") }.map(String.init) ?? ""
                     let manager = "/io/github/route/Route1", managerInterface = "io.github.route.Route1.Manager"
-                    for (path, interface, method, signature, arguments, refusal) in [
-                        (session, "io.github.route.Route1.Session", "Pause", "", "[]", "controls only the casts it started"),
-                        (manager, managerInterface, "Move", "(ss)", #"["This computer", "Lab Renderer"]"#, "controls only the casts it started"),
-                        (manager, managerInterface, "StartSink", "(sa{sv})", #"["Lab Renderer", {}]"#, "may not send the desktop's sound"),
-                        (manager, managerInterface, "StopSink", "(s)", #"["Lab Renderer"]"#, "may not send the desktop's sound"),
+                    for (path, interface, method, signature, arguments, error, refusal) in [
+                        (session, "io.github.route.Route1.Session", "Pause", "", "[]", "AccessDenied", "controls only the casts it started"),
+                        (session, "io.github.route.Route1.Session", "Move", "(s)", #"["This computer"]"#, "AccessDenied", "controls only the casts it started"),
+                        // By the manager, another app's cast is not even found for it.
+                        (manager, managerInterface, "Move", "(ss)", #"["This computer", "Lab Renderer"]"#, "NotCasting", "moves only the casts it started"),
+                        (manager, managerInterface, "StartSink", "(sa{sv})", #"["Lab Renderer", {}]"#, "AccessDenied", "may not send the desktop's sound"),
+                        (manager, managerInterface, "StopSink", "(s)", #"["Lab Renderer"]"#, "AccessDenied", "may not send the desktop's sound"),
                     ] {
                         let refused = try run(["/usr/bin/python3", "-c", Self.serviceCall, path, interface, method, signature, arguments], sandboxed: true)
-                        #expect(refused.status != 0 && refused.text.contains("AccessDenied") && refused.text.contains(refusal), "\(method): \(refused)")
+                        #expect(refused.status != 0 && refused.text.contains(error) && refused.text.contains(refusal), "\(method): \(refused)")
                     }
                     #expect(try Lab.transportState() == "PLAYING", "a refused call reached the renderer")
                     // An app outside a sandbox controls every cast of the service (as the desktop's own controls do).

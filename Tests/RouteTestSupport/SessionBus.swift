@@ -22,7 +22,10 @@ public final class PrivateSessionBus: Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        do { try process.run() } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         // Until the bus answers (its socket file exists a moment before it listens).
         let deadline = Date(timeIntervalSinceNow: 10)
         var answering = false
@@ -35,6 +38,7 @@ public final class PrivateSessionBus: Sendable {
         }
         guard answering else {
             kill(process.processIdentifier, SIGKILL)
+            try? FileManager.default.removeItem(atPath: directory)
             throw ToolFailed(description: "dbus-daemon did not start a session bus at \(address)")
         }
         daemon = process
