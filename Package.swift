@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
         .library(name: "MediaRouting", targets: ["MediaRouting"]),
         .library(name: "RouteClient", targets: ["RouteClient"]),
+        .library(name: "RouteAPI", targets: ["RouteAPI"]),
         .executable(name: "route-provider-mpd", targets: ["route-provider-mpd"]),
     ],
     targets: [
@@ -88,8 +89,11 @@ let package = Package(
         // needs around its session (probe-ahead, its publication on the desktop), shared by the CLI and apps.
         .target(name: "MediaRouting", dependencies: ["RouteCore", "RouteMedia", "RouteXML", "UPnPProvider", "MDNSDiscovery", "CastProvider",
                                                      "RoutePluginHost", "NowPlaying", "RouteSound"], swiftSettings: swift6),
+        // The service's API as values: its names, errors, commands and the values it carries, to and from D-Bus (one
+        // Codable path); what the service, RouteClient and the CLI share.
+        .target(name: "RouteAPI", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
         // What apps link to use the route service over D-Bus: GIO only, no provider.
-        .target(name: "RouteClient", dependencies: ["RouteCore", "RouteGIO"], swiftSettings: swift6),
+        .target(name: "RouteClient", dependencies: ["RouteAPI", "RouteCore", "RouteGIO"], swiftSettings: swift6),
         // The README's client example (a test runs it; bench/service counts the libraries it maps).
         .executableTarget(name: "route-client-example", dependencies: ["RouteClient", "RouteCore"], path: "examples/RouteClientExample",
                           swiftSettings: swift6),
@@ -97,7 +101,7 @@ let package = Package(
         .target(name: "RouteControl", dependencies: ["RouteCore", "RouteClient"], swiftSettings: swift6),
         // The route service (Documentation/DBUS-API.md): the manager, its sessions, sinks and pickers; `route service`
         // is a thin shell over it.
-        .target(name: "RouteService", dependencies: ["RouteCore", "RouteClient", "RouteControl", "RouteGIO", "RouteMedia", "MediaRouting",
+        .target(name: "RouteService", dependencies: ["RouteCore", "RouteAPI", "RouteClient", "RouteControl", "RouteGIO", "RouteMedia", "MediaRouting",
                                                      "NowPlaying", "RouteSound"], swiftSettings: swift6),
         // The CLI: what both executables share (arguments, help, the cast's terminal), the thin `route` people run (it
         // asks the service, and leaves everything else to route-full), and route-full.
@@ -127,7 +131,7 @@ let package = Package(
         .testTarget(name: "RouteServiceTests", dependencies: ["RouteService", "RouteClient", "RouteGIO", "MediaRouting", "RouteCore", "RouteTestSupport"],
                     swiftSettings: swift6),
         .testTarget(name: "RouteSoundTests", dependencies: ["RouteSound"], swiftSettings: swift6),
-        .testTarget(name: "RouteClientTests", dependencies: ["RouteClient", "RouteCore", "RouteGIO"], swiftSettings: swift6),
+        .testTarget(name: "RouteClientTests", dependencies: ["RouteAPI", "RouteClient", "RouteCore", "RouteGIO"], swiftSettings: swift6),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),
         .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
     ]

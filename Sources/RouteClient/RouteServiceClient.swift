@@ -1,6 +1,8 @@
 // RouteServiceClient: what an app links to use route — devices, casts and their sessions, all through the per-user
 // route service over D-Bus. GIO is its only C library: no provider, GStreamer, libupnp, OpenSSL or Avahi.
 
+// The API's values come with the client: an app imports RouteClient alone.
+@_exported import RouteAPI
 import Foundation
 import RouteCore
 import RouteGIO

@@ -3,7 +3,7 @@
 
 import Foundation
 import MediaRouting
-import RouteClient
+import RouteAPI
 import RouteControl
 import RouteCore
 import RouteGIO

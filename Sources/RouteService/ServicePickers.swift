@@ -4,7 +4,7 @@
 // service or its sessions down.
 
 import Foundation
-import RouteClient
+import RouteAPI
 import RouteCore
 import RouteGIO
 import Synchronization

@@ -4,7 +4,7 @@
 
 import Foundation
 import MediaRouting
-import RouteClient
+import RouteAPI
 import RouteCore
 import RouteGIO
 import RouteMedia

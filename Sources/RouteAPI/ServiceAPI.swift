@@ -97,7 +97,7 @@ public struct RouteServiceError: Error, CustomStringConvertible, Sendable {
     }
 
     /// What a call's D-Bus error stands for: a `RouteError` for a name of route's vocabulary, else this type.
-    static func received(_ error: DBusError) -> any Error {
+    package static func received(_ error: DBusError) -> any Error {
         RouteServiceAPI.errorCode(forName: error.name) == nil ? RouteServiceError(error) : RouteServiceAPI.error(name: error.name, error.message)
     }
 
