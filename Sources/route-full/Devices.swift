@@ -13,9 +13,9 @@ enum Devices {
     }
 }
 
-/// The devices a router in this process hears while it discovers: each list that holds a device (an empty one is
-/// only a provider that has not started yet). With no provider that discovers over the network (This computer
-/// alone), the first such list is all there will be.
+/// The devices a router in this process hears while it discovers: from the first list that holds a device (an empty
+/// one before it is only providers that have not started yet), every list, empty ones too (the last device gone).
+/// With no provider that discovers over the network (This computer alone), the first such list is all there will be.
 struct RouterDevices: DeviceSource {
     let router: MediaRouter
 
@@ -28,7 +28,10 @@ struct RouterDevices: DeviceSource {
             let lists = router.deviceUpdates()
             let (updates, continuation) = AsyncThrowingStream<DeviceListUpdate, any Error>.makeStream()
             let relay = Task {
-                for await list in lists where !list.isEmpty {
+                var heard = false
+                for await list in lists {
+                    heard = heard || !list.isEmpty
+                    guard heard else { continue }
                     continuation.yield((list, networked ? (ContinuousClock.now - started) / .seconds(1) : .infinity))
                 }
                 continuation.finish()

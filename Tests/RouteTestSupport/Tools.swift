@@ -42,15 +42,34 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
     FileManager.default.createFile(atPath: log.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: log) }
     let output = try FileHandle(forWritingTo: log)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = outputs == .errors ? FileHandle.nullDevice : output
-    process.standardError = outputs == .output ? FileHandle.nullDevice : output
-    do { try process.run() } catch { try? output.close(); throw error }
+    func made() -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = outputs == .errors ? FileHandle.nullDevice : output
+        process.standardError = outputs == .output ? FileHandle.nullDevice : output
+        return process
+    }
+    // A program written a moment ago (a copied binary, a script) may still be open for writing in a child another test
+    // forked meanwhile, until that child execs: exec then fails with ETXTBSY for a moment, and is tried again.
+    let started = ContinuousClock.now
+    var process = made()
+    while true {
+        do {
+            try process.run()
+            break
+        } catch let error as NSError where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY)
+                                            && ContinuousClock.now - started < .seconds(5) {
+            usleep(20_000)
+            process = made()
+        } catch {
+            try? output.close()
+            throw error
+        }
+    }
     // The child has its own copy; Foundation would keep this one open.
     try? output.close()
     waitForExit(process, seconds: seconds)
