@@ -99,9 +99,35 @@ enum Lab {
         return Helper(process: process)
     }
 
-    /// Listens on TCP `port` at each of `addresses` (in this namespace) and writes a line to `log` for every
-    /// connection; the caller stops it.
-    static func listen(on addresses: [String], port: Int, log: String) throws -> Helper {
+    /// A TCP listener in this namespace that notes every connection it is given (`listen`).
+    struct Listener {
+        let helper: Helper
+        let log: String
+
+        /// Connections so far (its own knock that proved it listens among them).
+        var knocks: Int { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+        func stop() { helper.stop() }
+    }
+
+    /// Listens on TCP `port` at each of `addresses` (in this namespace), noting every connection in `log`, and returns
+    /// once it does (a knock of its own, counted); the caller stops it.
+    static func listen(on addresses: [String], port: Int, log: String) async throws -> Listener {
+        let listener = Listener(helper: try startListener(on: addresses, port: port, log: log), log: log)
+        do {
+            // Every address is bound before the first is listened on: one answer says all are.
+            try await until("the listener on \(addresses.joined(separator: ", ")) port \(port) is up", within: 10) {
+                _ = try statusForANeighbour(of: "http://\(addresses[0]):\(port)/")
+                return listener.knocks > 0
+            }
+        } catch {
+            listener.stop()
+            throw error
+        }
+        return listener
+    }
+
+    private static func startListener(on addresses: [String], port: Int, log: String) throws -> Helper {
         let script = """
             import select, socket, sys
             listeners = []

@@ -271,19 +271,13 @@ extension LabTests {
                 _ = try sandbox.file("web/hls/here.m3u8", playlist.split(separator: "\n").map {
                     $0.hasSuffix(".ts") ? "http://127.0.0.1:7777/hls/\($0)" : String($0)
                 }.joined(separator: "\n") + "\n")
-                let knocks = sandbox.root + "/knocks"
-                let listener = try Lab.listen(on: ["127.0.0.1"], port: 7777, log: knocks)
+                let listener = try await Lab.listen(on: ["127.0.0.1"], port: 7777, log: sandbox.root + "/knocks")
                 defer { listener.stop() }
-                let knocked = { ((try? String(contentsOfFile: knocks, encoding: .utf8)) ?? "").split(separator: "\n").count }
-                try await Lab.until("the loopback listener is up", within: 10) {
-                    _ = try Lab.statusForANeighbour(of: "http://127.0.0.1:7777/")
-                    return knocked() > 0
-                }
-                let before = knocked()
+                let before = listener.knocks
                 // gmediarender takes no HLS: route would convert it, fetching every segment itself.
                 let result = try await sandbox.run(["cast", Self.web + "/hls/here.m3u8", "--to", Lab.rendererName], environment: upnp, timeout: 40)
                 #expect(result.status != 0 && result.stderr.contains("refused"), "\(result)")
-                #expect(knocked() == before, "route connected to its own loopback \(knocked() - before) times")
+                #expect(listener.knocks == before, "route connected to its own loopback \(listener.knocks - before) times")
             }
         }
 
@@ -294,18 +288,12 @@ extension LabTests {
                 let config = sandbox.root + "/config"
                 try FileManager.default.createDirectory(atPath: config + "/glib-2.0/settings", withIntermediateDirectories: true)
                 _ = try sandbox.file("config/glib-2.0/settings/keyfile", "[system/proxy]\nmode='manual'\n\n[system/proxy/http]\nhost='10.77.0.1'\nport=3128\n")
-                let knocks = sandbox.root + "/proxy-knocks"
-                let proxy = try Lab.listen(on: ["10.77.0.1"], port: 3128, log: knocks)
+                let proxy = try await Lab.listen(on: ["10.77.0.1"], port: 3128, log: sandbox.root + "/proxy-knocks")
                 defer { proxy.stop() }
-                let knocked = { ((try? String(contentsOfFile: knocks, encoding: .utf8)) ?? "").split(separator: "\n").count }
-                try await Lab.until("the proxy listens", within: 10) {
-                    _ = try Lab.statusForANeighbour(of: "http://10.77.0.1:3128/")
-                    return knocked() > 0
-                }
-                let before = knocked()
+                let before = proxy.knocks
                 let desktop = ["XDG_CURRENT_DESKTOP": "GNOME", "GSETTINGS_BACKEND": "keyfile", "XDG_CONFIG_HOME": config]
                 let result = try await sandbox.run(["probe", Self.web + "/tone.mp3"], environment: desktop, timeout: 30)
-                #expect(knocked() > before, "route fetched around the desktop's proxy: \(result)")
+                #expect(proxy.knocks > before, "route fetched around the desktop's proxy: \(result)")
                 #expect(result.status != 0, "the proxy answers nothing, so nothing can have been fetched: \(result)")
             }
         }
