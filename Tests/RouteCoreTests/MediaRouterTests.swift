@@ -364,7 +364,12 @@ final class StopFlag: Sendable {
         #expect(status.lastError?.contains("scripted failure 1") == true)
         // Judged on that one snapshot: by the time this runs, the flaky provider may be back already.
         #expect(status.routes == 0, "a failed provider's routes are dropped")
-        #expect(failed?.first { $0.name == "upnp" }.map { $0.state == .running && $0.routes == 1 } == true, "the other provider goes on")
+        // The other provider goes on: running, its route listed (both start at once, so the failure's own snapshot may
+        // come before the other's first route — the full suite on 2 cores showed it once).
+        let other = await firstValue(in: router.providerUpdates(), within: 5) { list in
+            list.first { $0.name == "upnp" }.map { $0.state == .running && $0.routes == 1 } ?? false
+        }
+        #expect(other != nil, "the other provider goes on")
         // Run again after the first backoff (1 s): running, its route back, one restart counted.
         let back = await firstValue(in: router.providerUpdates(), within: 5) { list in
             list.first { $0.name == "flaky" }.map { $0.state == .running && $0.restarts == 1 } ?? false
