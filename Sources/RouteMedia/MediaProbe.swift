@@ -99,9 +99,10 @@ public enum MediaProbe {
     /// Inspects a file on one of route's probe threads; a cancelled caller stops waiting at once.
     /// - Throws: `MediaError`, as the blocking `probe`; `CancellationError` when the task is cancelled.
     public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true) async throws -> MediaInfo {
-        // The discoverer gives up after `timeout`; the wait allows for its start-up on a loaded machine.
-        try await threads.run(timeout: .milliseconds(Int(timeout * 1000) + 5000),
-                              timedOut: { MediaError.notMedia(path, reason: "GStreamer gave up after \(Int(timeout)) s") }) {
+        // The discoverer gives up after its attempts; the wait allows for its start-up on a loaded machine.
+        let seconds = attempts(MediaInfo.isRemote(path), within: timeout).reduce(0, +)
+        return try await threads.run(timeout: .milliseconds(Int(seconds * 1000) + 5000),
+                                     timedOut: { MediaError.notMedia(path, reason: "GStreamer did not answer within \(Int(seconds) + 5) s") }) {
             try probe(path, timeout: timeout, followsRedirects: followsRedirects) as MediaInfo
         }
     }
@@ -118,22 +119,15 @@ public enum MediaProbe {
         let (absolute, size) = remote ? (path, UInt64(0)) : try MediaError.checkReadableFile(path)
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
-        guard let discoverer = gst_discoverer_new(GstClockTime(timeout * GStreamer.second), &error) else {
-            throw .pipeline(GLibError("GStreamer's discoverer could not start", error).description)
-        }
-        defer { g_object_unref(discoverer) }
-        if remote, !followsRedirects {
-            let noRedirects: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = { _, source, _ in
-                guard let source, let factory = gst_element_get_factory(source),
-                      let name = gst_object_get_name(UnsafeMutableRawPointer(factory).assumingMemoryBound(to: GstObject.self)) else { return }
-                defer { g_free(name) }
-                guard String(cString: name) == "souphttpsrc" else { return }
-                route_object_set_bool(source, "automatic-redirect", 0)
-            }
-            route_signal_connect(discoverer, "source-setup", unsafeBitCast(noRedirects, to: UnsafeRawPointer.self), nil)
-        }
         let guardMark = FetchGuard.mark()
-        let info = gst_discoverer_discover_uri(discoverer, remote ? absolute : GStreamer.uri(forPath: absolute), &error)
+        var info: OpaquePointer?
+        for seconds in attempts(remote, within: timeout) {
+            if let info { g_object_unref(UnsafeMutableRawPointer(info)) }
+            if let error { g_error_free(error) }
+            error = nil
+            info = try discover(remote ? absolute : GStreamer.uri(forPath: absolute), within: seconds, followsRedirects: followsRedirects, &error)
+            guard let info, gst_discoverer_info_get_result(info) == GST_DISCOVERER_TIMEOUT else { break }
+        }
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
         guard let info, result == GST_DISCOVERER_OK || (result == GST_DISCOVERER_MISSING_PLUGINS && hasStreams(info)) else {
@@ -141,7 +135,7 @@ public enum MediaProbe {
             switch result {
             case GST_DISCOVERER_TIMEOUT:
                 if remote { throw .fetchFailed(path, reason: "the server stalls: in \(Int(timeout)) s it sent too little to tell what it is") }
-                reason = "GStreamer gave up after \(Int(timeout)) s"
+                reason = "GStreamer gave up after \(Int(attempts(remote, within: timeout).reduce(0, +))) s"
             case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
             default:
                 let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
@@ -199,6 +193,36 @@ public enum MediaProbe {
         media.coverArt = tags.cover
         media.mimeType = MIMEType.forContainer(media.container, caps: containerCaps, kind: media.kind)
         return media
+    }
+
+    /// How long each discovery of a file may take, in turn while the one before times out. A file here is tried
+    /// first for 3 s, then for all of `timeout`: GStreamer 1.22's decodebin can lose a race with a parser that
+    /// pushes as it exposes its pad (aiffparse, wavparse: "streaming stopped, reason not-linked", and the error never
+    /// reaches the discoverer), which then waits out its whole timeout for a file that takes milliseconds; a file
+    /// that needs more than 3 s (a slow disk) gets the second try. A URL is tried once: a second fetch is another
+    /// request to a server, and its stall is the server's.
+    static func attempts(_ remote: Bool, within timeout: Double) -> [Double] {
+        remote || timeout <= 3 ? [timeout] : [3, timeout]
+    }
+
+    /// One run of a fresh discoverer on `uri`, at most `seconds`; nil when it gave no result (then `error` says why).
+    private static func discover(_ uri: String, within seconds: Double, followsRedirects: Bool,
+                                 _ error: inout UnsafeMutablePointer<GError>?) throws(MediaError) -> OpaquePointer? {
+        guard let discoverer = gst_discoverer_new(GstClockTime(seconds * GStreamer.second), &error) else {
+            throw .pipeline(GLibError("GStreamer's discoverer could not start", error).description)
+        }
+        defer { g_object_unref(discoverer) }
+        if !followsRedirects {
+            let noRedirects: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = { _, source, _ in
+                guard let source, let factory = gst_element_get_factory(source),
+                      let name = gst_object_get_name(UnsafeMutableRawPointer(factory).assumingMemoryBound(to: GstObject.self)) else { return }
+                defer { g_free(name) }
+                guard String(cString: name) == "souphttpsrc" else { return }
+                route_object_set_bool(source, "automatic-redirect", 0)
+            }
+            route_signal_connect(discoverer, "source-setup", unsafeBitCast(noRedirects, to: UnsafeRawPointer.self), nil)
+        }
+        return gst_discoverer_discover_uri(discoverer, uri, &error)
     }
 
     /// Souphttpsrc's words for a failed fetch, as a person reads them ("File not found" is its name for a 404).

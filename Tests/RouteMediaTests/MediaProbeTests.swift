@@ -249,6 +249,13 @@ import Testing
         }
     }
 
+    /// A file here that GStreamer's race leaves untyped is tried again (3 s, then the whole timeout); a URL once.
+    @Test func aFileThatTimesOutIsTriedAgainAURLIsNot() {
+        #expect(MediaProbe.attempts(false, within: 10) == [3, 10])
+        #expect(MediaProbe.attempts(true, within: 10) == [10])
+        #expect(MediaProbe.attempts(false, within: 2) == [2])
+    }
+
     @Test func aMatroskaTrackNameIsNotTheTitle() async throws {
         let samples = try await Samples.get()
         let path = samples.root + "/Concert.mka"
