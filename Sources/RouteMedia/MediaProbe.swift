@@ -100,7 +100,7 @@ public enum MediaProbe {
     /// - Throws: `MediaError`, as the blocking `probe`; `CancellationError` when the task is cancelled.
     public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true) async throws -> MediaInfo {
         // The discoverer gives up after its attempts; the wait allows for its start-up on a loaded machine.
-        let seconds = attempts(MediaInfo.isRemote(path), within: timeout).reduce(0, +)
+        let seconds = attempts(for: path, within: timeout).map(\.seconds).reduce(0, +)
         return try await threads.run(timeout: .milliseconds(Int(seconds * 1000) + 5000),
                                      timedOut: { MediaError.notMedia(path, reason: "GStreamer did not answer within \(Int(seconds) + 5) s") }) {
             try probe(path, timeout: timeout, followsRedirects: followsRedirects) as MediaInfo
@@ -113,7 +113,8 @@ public enum MediaProbe {
     ///   empty, not media).
     /// A URL is probed where it is; without `followsRedirects`, a redirect is a failure (a URL route already followed
     /// hop by hop must not be sent elsewhere now).
-    public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true) throws(MediaError) -> MediaInfo {
+    /// `pulling: false` reads a file only as the second try does (tests).
+    public static func probe(_ path: String, timeout: Double = 10, followsRedirects: Bool = true, pulling: Bool = true) throws(MediaError) -> MediaInfo {
         // Links are followed first: the file itself is probed, served and sized, not the link. A URL is what it is.
         let remote = MediaInfo.isRemote(path)
         let (absolute, size) = remote ? (path, UInt64(0)) : try MediaError.checkReadableFile(path)
@@ -121,11 +122,14 @@ public enum MediaProbe {
         var error: UnsafeMutablePointer<GError>?
         let guardMark = FetchGuard.mark()
         var info: OpaquePointer?
-        for seconds in attempts(remote, within: timeout) {
+        let attempts = attempts(for: absolute, within: timeout, pulling: pulling)
+        var pushed = false
+        for attempt in attempts {
             if let info { g_object_unref(UnsafeMutableRawPointer(info)) }
             if let error { g_error_free(error) }
             error = nil
-            info = try discover(remote ? absolute : GStreamer.uri(forPath: absolute), within: seconds, followsRedirects: followsRedirects, &error)
+            pushed = attempt.uri.hasPrefix("pushfile:")
+            info = try discover(attempt.uri, within: attempt.seconds, followsRedirects: followsRedirects, &error)
             guard let info, gst_discoverer_info_get_result(info) == GST_DISCOVERER_TIMEOUT else { break }
         }
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
@@ -135,7 +139,7 @@ public enum MediaProbe {
             switch result {
             case GST_DISCOVERER_TIMEOUT:
                 if remote { throw .fetchFailed(path, reason: "the server stalls: in \(Int(timeout)) s it sent too little to tell what it is") }
-                reason = "GStreamer gave up after \(Int(attempts(remote, within: timeout).reduce(0, +))) s"
+                reason = "GStreamer gave up after \(Int(attempts.map(\.seconds).reduce(0, +))) s"
             case GST_DISCOVERER_MISSING_PLUGINS: reason = "GStreamer lacks a plugin for it"
             default:
                 let message = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
@@ -156,7 +160,8 @@ public enum MediaProbe {
 
         var media = MediaInfo(path: absolute, size: size, container: "", mimeType: "application/octet-stream",
                               duration: GStreamer.seconds(UInt64(gst_discoverer_info_get_duration(info))),
-                              seekable: gst_discoverer_info_get_seekable(info) != 0, streams: [])
+                              // Pushed, wavparse calls itself unseekable; a file here can be read anywhere.
+                              seekable: pushed || gst_discoverer_info_get_seekable(info) != 0, streams: [])
         media.isLive = gst_discoverer_info_get_live(info) != 0
         var tags = TagReader()
         var containerCaps = ""
@@ -195,14 +200,20 @@ public enum MediaProbe {
         return media
     }
 
-    /// How long each discovery of a file may take, in turn while the one before times out. A file here is tried
-    /// first for 3 s, then for all of `timeout`: GStreamer 1.22's decodebin can lose a race with a parser that
-    /// pushes as it exposes its pad (aiffparse, wavparse: "streaming stopped, reason not-linked", and the error never
-    /// reaches the discoverer), which then waits out its whole timeout for a file that takes milliseconds; a file
-    /// that needs more than 3 s (a slow disk) gets the second try. A URL is tried once: a second fetch is another
-    /// request to a server, and its stall is the server's.
-    static func attempts(_ remote: Bool, within timeout: Double) -> [Double] {
-        remote || timeout <= 3 ? [timeout] : [3, timeout]
+    /// What the discoverer is given for `path` (a file's real path, or a URL), and for how long, in turn while the one
+    /// before times out. A file is read as GStreamer reads by default for 3 s, then pushed (`pushfile://`) for all of
+    /// `timeout`: pulling, GStreamer 1.22's decodebin can lose a race with a parser's own thread, which pushes data
+    /// before decodebin has exposed the parser's pad (aiffparse and wavparse: "streaming stopped, reason not-linked",
+    /// an error that never reaches the discoverer), and the discoverer then waits out its whole timeout for a file
+    /// of milliseconds — in a process where it happens, it tends to happen again. Pushed, the parser's pad comes and
+    /// its data flows on one thread: no race. A file that takes more than 3 s (a slow disk) is read in the second
+    /// try. A URL is tried once: a second fetch is another request to a server, and a stall is the server's.
+    static func attempts(for path: String, within timeout: Double, pulling: Bool = true) -> [(uri: String, seconds: Double)] {
+        guard !MediaInfo.isRemote(path) else { return [(path, timeout)] }
+        let uri = GStreamer.uri(forPath: path)
+        guard uri.hasPrefix("file://") else { return [(uri, timeout)] }
+        guard pulling else { return [("push" + uri, timeout)] }
+        return timeout > 3 ? [(uri, 3), ("push" + uri, timeout)] : [(uri, timeout)]
     }
 
     /// One run of a fresh discoverer on `uri`, at most `seconds`; nil when it gave no result (then `error` says why).

@@ -249,11 +249,18 @@ import Testing
         }
     }
 
-    /// A file here that GStreamer's race leaves untyped is tried again (3 s, then the whole timeout); a URL once.
-    @Test func aFileThatTimesOutIsTriedAgainAURLIsNot() {
-        #expect(MediaProbe.attempts(false, within: 10) == [3, 10])
-        #expect(MediaProbe.attempts(true, within: 10) == [10])
-        #expect(MediaProbe.attempts(false, within: 2) == [2])
+    /// A file that GStreamer's race leaves untyped is read again, pushed (3 s, then the whole timeout); a URL once.
+    @Test func aFileThatTimesOutIsPushedOnceMoreAURLIsNot() async throws {
+        let samples = try await Samples.get()
+        let attempts = MediaProbe.attempts(for: samples.wav, within: 10)
+        #expect(attempts.map(\.seconds) == [3, 10] && attempts.map(\.uri) == ["file://" + samples.wav, "pushfile://" + samples.wav])
+        #expect(MediaProbe.attempts(for: "http://10.0.0.5/a.mp3", within: 10).map(\.seconds) == [10])
+        #expect(MediaProbe.attempts(for: samples.wav, within: 2).map(\.seconds) == [2])
+        // What the second try reads is what the first does.
+        for path in [samples.wav, samples.taggedMP3, samples.m4a, samples.mkv] {
+            let pulled = try await MediaProbe.probe(path), pushed = try MediaProbe.probe(path, pulling: false)
+            #expect(pushed == pulled)
+        }
     }
 
     @Test func aMatroskaTrackNameIsNotTheTitle() async throws {
