@@ -216,6 +216,11 @@ public enum MediaProbe {
         return timeout > 3 ? [(uri, 3), ("push" + uri, timeout)] : [(uri, timeout)]
     }
 
+    /// Whether GStreamer 1.22's decodebin can lose the race above when it pulls a file of this container (the parsers
+    /// that add their pad and push from their own thread at once: wavparse, aiffparse; an AIFF converted for a Cast
+    /// receiver served nothing, once, that way). Conversions push such files (`pushfilesrc`).
+    static func pullRaces(_ container: String) -> Bool { ["audio/x-wav", "audio/x-aiff"].contains(container) }
+
     /// One run of a fresh discoverer on `uri`, at most `seconds`; nil when it gave no result (then `error` says why).
     private static func discover(_ uri: String, within seconds: Double, followsRedirects: Bool,
                                  _ error: inout UnsafeMutablePointer<GError>?) throws(MediaError) -> OpaquePointer? {

@@ -63,7 +63,8 @@ public final class MediaServer: Sendable {
     public func offer(transcoding info: MediaInfo, to profile: TranscodeProfile, maxChannels: Int? = nil, for audience: Audience) -> String {
         add(Offer(path: info.path, mimeType: profile.mimeType(for: info),
                   source: .pipeline(Conversion(description: profile.pipeline(for: info, maxChannels: maxChannels),
-                                               duration: info.duration, exactSeek: !profile.copiesStreams)), audience: audience, isLive: info.isLive))
+                                               duration: info.duration, exactSeek: !profile.copiesStreams,
+                                               pushed: MediaProbe.pullRaces(info.container))), audience: audience, isLive: info.isLive))
     }
 
     /// Offers subtitles as WebVTT: a `.vtt` file as it is; a `.srt` (or another format GStreamer's subparse

@@ -10,12 +10,14 @@ import Foundation
 import RouteCore
 import Synchronization
 
-/// How an offered file is converted: the pipeline after the file source, the item's length, and how a
-/// start offset is reached (exactly, when the pipeline decodes; at the key frame before, when it copies).
+/// How an offered file is converted: the pipeline after the file source, the item's length, how a start offset is
+/// reached (exactly, when the pipeline decodes; at the key frame before, when it copies), and whether the file is
+/// pushed into it rather than pulled (MediaProbe.pullRaces).
 struct Conversion: Sendable {
     let description: String
     let duration: Double?
     let exactSeek: Bool
+    var pushed = false
 }
 
 /// Runs a pipeline for one GET and streams its output as a chunked body.
@@ -89,7 +91,8 @@ final class PipelineStream: @unchecked Sendable {
         defer { finishResponse(failure: failure, afterData: sentAny) }
         var error: UnsafeMutablePointer<GError>?
         let guardMark = FetchGuard.mark()
-        let full = "\(GStreamer.sourceElement(for: path)) name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
+        let source = conversion.pushed && !MediaInfo.isRemote(path) ? "pushfilesrc" : GStreamer.sourceElement(for: path)
+        let full = "\(source) name=route_src ! \(conversion.description) route_out. ! appsink name=route_sink sync=false max-buffers=8 drop=false"
         guard let pipeline = gst_parse_launch(full, &error), error == nil else {
             failure = GLibError("conversion pipeline", error).description
             return

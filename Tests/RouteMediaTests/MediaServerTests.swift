@@ -246,12 +246,12 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
     @Test(arguments: [
         ("longMP3", "audio/flac", "transcoded (flac)"), ("mkv", "video/mp2t", "remuxed (mpegTSCopy)"),
         ("mkv", "video/mp4", "remuxed (fragmentedMP4Copy)"), ("webm", "video/mp4", "transcoded (fragmentedMP4)"),
-        ("webm", "video/mp2t", "transcoded (mpegTS)"), ("longMP3", "audio/wav", "transcoded (wav)"),
+        ("webm", "video/mp2t", "transcoded (mpegTS)"), ("longMP3", "audio/wav", "transcoded (wav)"), ("longWAV", "audio/flac", "transcoded (flac)"),
         ("mkvAC3", "video/mp2t", "remuxed (mpegTSVideoCopy)"), ("mkvAC3", "video/mp4", "remuxed (fragmentedMP4VideoCopy)"),
     ])
     func convertedStreamsStartAtTheAskedTime(sample: String, accepts: String, plan: String) async throws {
         let samples = try await Samples.get()
-        let path = ["longMP3": samples.longMP3, "mkv": samples.mkv, "webm": samples.webm, "mkvAC3": samples.mkvAC3][sample]!
+        let path = ["longMP3": samples.longMP3, "longWAV": samples.longWAV, "mkv": samples.mkv, "webm": samples.webm, "mkvAC3": samples.mkvAC3][sample]!
         let info = try await probe(path)
         let duration = try #require(info.duration)
         let server = try MediaServer()
