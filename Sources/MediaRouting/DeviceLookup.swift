@@ -43,8 +43,15 @@ public enum DeviceLookup {
     /// Whether `text` is an IPv4 or IPv6 address alone (no port, no scheme).
     public static func isBareIP(_ text: String) -> Bool { SocketAddress(numericHost: text, port: 0) != nil }
 
-    /// How long a device found by name may take to gain the routes of other providers.
-    public static let mergeWindow: Duration = .milliseconds(60)
+    /// How long a device found by name may take to gain the routes of other providers: 60 ms, or ROUTE_MERGE_WINDOW
+    /// milliseconds (at most a minute). The wait ends as soon as every network provider has a route there, so a longer
+    /// window costs only the casts to devices that one protocol alone reaches; a short one may choose a device's Cast
+    /// route while its DLNA route, which would play the file as it is, is still being read (seen on a loaded machine).
+    public static let mergeWindow: Duration = {
+        guard let text = ProcessInfo.processInfo.environment["ROUTE_MERGE_WINDOW"], let milliseconds = Int(text),
+              (0...60_000).contains(milliseconds) else { return .milliseconds(60) }
+        return .milliseconds(milliseconds)
+    }()
 
     /// A URL or `host:port`: asked directly, without discovery. (A bare IP address names no service:
     /// it is matched against the addresses of the devices discovery finds.)
