@@ -130,7 +130,10 @@ public enum MediaProbe {
             error = nil
             pushed = attempt.uri.hasPrefix("pushfile:")
             info = try discover(attempt.uri, within: attempt.seconds, followsRedirects: followsRedirects, &error)
-            guard let info, gst_discoverer_info_get_result(info) == GST_DISCOVERER_TIMEOUT else { break }
+            // The race ends in a timeout, or in the parser's "Internal data stream error" when that reaches the
+            // discoverer: either is tried again pushed (a file that is not media fails that way too, in milliseconds).
+            let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
+            guard result == GST_DISCOVERER_TIMEOUT || result == GST_DISCOVERER_ERROR else { break }
         }
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let result = info.map { gst_discoverer_info_get_result($0) } ?? GST_DISCOVERER_ERROR
@@ -201,11 +204,11 @@ public enum MediaProbe {
     }
 
     /// What the discoverer is given for `path` (a file's real path, or a URL), and for how long, in turn while the one
-    /// before times out. A file is read as GStreamer reads by default for 3 s, then pushed (`pushfile://`) for all of
+    /// before times out or fails. A file is read as GStreamer reads by default for 3 s, then pushed (`pushfile://`) for all of
     /// `timeout`: pulling, GStreamer 1.22's decodebin can lose a race with a parser's own thread, which pushes data
-    /// before decodebin has exposed the parser's pad (aiffparse and wavparse: "streaming stopped, reason not-linked",
-    /// an error that never reaches the discoverer), and the discoverer then waits out its whole timeout for a file
-    /// of milliseconds — in a process where it happens, it tends to happen again. Pushed, the parser's pad comes and
+    /// before decodebin has exposed the parser's pad (aiffparse and wavparse: "streaming stopped, reason not-linked"),
+    /// and the discoverer then waits out its whole timeout for a file of milliseconds, or, when the error reaches it,
+    /// calls the file unplayable ("Internal data stream error") — in a process where it happens, it tends to again. Pushed, the parser's pad comes and
     /// its data flows on one thread: no race. A file that takes more than 3 s (a slow disk) is read in the second
     /// try. A URL is tried once: a second fetch is another request to a server, and a stall is the server's.
     static func attempts(for path: String, within timeout: Double, pulling: Bool = true) -> [(uri: String, seconds: Double)] {
