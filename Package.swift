@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "RouteClient", targets: ["RouteClient"]),
         .library(name: "RouteAPI", targets: ["RouteAPI"]),
         .executable(name: "route-provider-mpd", targets: ["route-provider-mpd"]),
+        .executable(name: "route-provider-airplay", targets: ["route-provider-airplay"]),
     ],
     targets: [
         systemLibrary("CGStreamer", pkgConfig: "gstreamer-1.0", apt: ["libgstreamer1.0-dev"]),
@@ -80,6 +81,9 @@ let package = Package(
         .target(name: "RoutePluginKit", dependencies: ["RouteCore", "RoutePluginProtocol"], swiftSettings: swift6),
         .executableTarget(name: "route-provider-mpd", dependencies: ["RoutePluginKit", "RouteCore", "CMPDClient"], path: "Plugins/MPD",
                           swiftSettings: swift6),
+        // AirPlay 1 (RAOP) receivers: RTSP and RTP written here, the audio decoded by GStreamer.
+        .executableTarget(name: "route-provider-airplay", dependencies: ["RoutePluginKit", "RouteCore", "CGStreamer", "CGStreamerApp", "CRouteShim"],
+                          path: "Plugins/AirPlay", swiftSettings: swift6),
         // bench/plugins: the plugin host's start-up and round-trip costs.
         .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",
                           swiftSettings: swift6),

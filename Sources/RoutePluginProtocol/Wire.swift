@@ -161,11 +161,14 @@ public struct WireDevice: Codable, Sendable, Equatable {
     public var showsSubtitles: Bool?
     /// Identities shared with other protocols' routes to the same device (`mac:…`, a UPnP UDN).
     public var identities: [String]?
+    /// The protocol's name as people read it (`AirPlay`); absent: the provider's name.
+    public var `protocol`: String?
 
     /// The device of `route`.
     public init(_ route: MediaRoute) {
         id = route.nativeID
         name = route.name
+        `protocol` = route.protocolName == route.provider ? nil : route.protocolName
         kind = route.kind.rawValue
         address = route.address
         capabilities = Self.capabilityNames.filter { route.capabilities.contains($0.1) }.map(\.0)
@@ -181,6 +184,7 @@ public struct WireDevice: Codable, Sendable, Equatable {
     public func route(provider: String) -> MediaRoute {
         var route = MediaRoute(
             provider: provider, nativeID: id, name: DisplayText.clean(name), kind: MediaDevice.Kind(rawValue: kind) ?? .other,
+            protocolName: `protocol`.map { String(DisplayText.clean($0).prefix(40)) }.flatMap { $0.isEmpty ? nil : $0 },
             address: address, capabilities: MediaDevice.Capabilities(Self.capabilityNames.filter { capabilities.contains($0.0) }.map(\.1)),
             volumeControl: MediaDevice.VolumeControl(rawValue: volume) ?? .none, accepts: accepts,
             maxAudioChannels: maxAudioChannels.flatMap { (1...64).contains($0) ? $0 : nil }, deduplicationIDs: Set(identities ?? []))

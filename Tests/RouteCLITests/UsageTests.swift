@@ -91,7 +91,7 @@ import Testing
             #expect(Array(path.prefix(2)) == [tests, "/nonexistent"])
             #expect(path.last == URL(fileURLWithPath: RouteBinary.path).deletingLastPathComponent().resolvingSymlinksInPath().path)
             let names = (listing["plugins"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
-            #expect(names == ["faulty", "python", "mpd"], "\(names)")
+            #expect(names == ["faulty", "python", "airplay", "mpd"], "\(names)")
         }
     }
 

@@ -172,15 +172,16 @@ public final class Sandbox: Sendable {
         try await start(arguments, environment: extra, prefix: prefix).finish(within: timeout, sourceLocation: sourceLocation)
     }
 
-    /// Runs `route ARGS` again and again until `condition` holds for its result, at most `seconds`.
+    /// Runs `route ARGS` (with `environment` added) again and again until `condition` holds for its result, at most
+    /// `seconds`.
     @discardableResult
-    public func poll(_ arguments: [String], within seconds: Double = 10, _ what: String,
+    public func poll(_ arguments: [String], environment: [String: String] = [:], within seconds: Double = 10, _ what: String,
               sourceLocation: SourceLocation = #_sourceLocation,
               until condition: (RouteResult) -> Bool) async throws -> RouteResult {
         let deadline = ContinuousClock.now + .seconds(seconds)
         var last: RouteResult
         repeat {
-            last = try await run(arguments, timeout: 10, sourceLocation: sourceLocation)
+            last = try await run(arguments, environment: environment, timeout: 10, sourceLocation: sourceLocation)
             if condition(last) { return last }
             try await Task.sleep(for: .milliseconds(50))
         } while ContinuousClock.now < deadline

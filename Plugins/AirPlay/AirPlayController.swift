@@ -1,0 +1,321 @@
+// AirPlayController: one AirPlay 1 session on a receiver — RTSP's OPTIONS, ANNOUNCE, SETUP and RECORD on the first
+// load, FLUSH for pause and seek, SET_PARAMETER for volume, TEARDOWN at the end — with the audio streamed by an
+// RAOPStreamer and a status reported twice a second.
+
+import Foundation
+import RouteCore
+import Synchronization
+
+/// Control of one AirPlay receiver.
+final class AirPlayController: RouteController {
+    let route: MediaRoute
+    private let receiver: RAOPService
+    private let log: RouteLog
+    private let statuses = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
+    /// RTSP calls, one at a time, off the cooperative pool.
+    private let rtspThread = BlockingThreads(name: "route-airplay-rtsp", count: 1)
+    private let session = Mutex<Session?>(nil)
+    private let item = Mutex<Item?>(nil)
+    private let volume = Mutex(Volume())
+    /// The streamer, handed to `run()` once SETUP made it.
+    private let (streamers, streamerReady) = AsyncStream<RAOPStreamer>.makeStream()
+    /// Frames the sync packets ask the receiver to hold before it plays one: with the 11025 receivers add, half a
+    /// second (classic AirPlay senders ask for 2 s; PipeWire's raop-sink for 0.25 s, which shairport-sync plays).
+    static let latency: UInt32 = 11025
+
+    /// The RTSP connection and the streamer of a set-up session.
+    private struct Session: @unchecked Sendable {
+        // Safety: `rtsp` makes requests only on `rtspThread`; `closedByPeer` only peeks.
+        let rtsp: RTSPConnection
+        let streamer: RAOPStreamer
+        let uri: String
+    }
+
+    /// The item loaded, as reported.
+    private struct Item {
+        var url: String
+        var title: String?
+        var duration: Double?
+        /// The state reported last, and whether a final state was.
+        var reported: PlaybackStatus.State = .loading
+        var final = false
+        var paused = false
+    }
+
+    /// The volume route set; the receiver keeps its own until route sets one (AirPlay has no way to ask it).
+    private struct Volume {
+        var level: Double?
+        var muted = false
+    }
+
+    init(route: MediaRoute, receiver: RAOPService, log: RouteLog) {
+        self.route = route
+        self.receiver = receiver
+        self.log = log
+    }
+
+    // MARK: status
+
+    func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [streamers] in
+                for await streamer in streamers {
+                    await withTaskCancellationHandler { await streamer.run() } onCancel: { streamer.close() }
+                }
+            }
+            group.addTask {
+                while true {
+                    if let gone = self.lost() { throw gone }
+                    self.report()
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// The error that ends the session when the receiver has closed its connection (it quit or was killed), after a
+    /// final status that says so; nil while it holds.
+    private func lost() -> RouteError? {
+        guard let current = session.withLock({ $0 }), current.rtsp.closedByPeer else { return nil }
+        current.streamer.close()
+        let reason = "it closed its AirPlay connection (it quit or restarted)"
+        let status = item.withLock { item -> PlaybackStatus? in
+            guard var playing = item, !playing.final else { return nil }
+            playing.final = true
+            item = playing
+            var status = PlaybackStatus(state: .failed, duration: playing.duration, title: playing.title, error: reason)
+            status.itemURL = playing.url
+            status.end(.failed, because: .deviceGone)
+            return status
+        }
+        if let status { statuses.send(status) }
+        return RouteError.deviceUnreachable(device: route.name, reason: reason)
+    }
+
+    /// Sends the status the streamer's progress means for the item, when it changed or while it plays.
+    private func report() {
+        guard let streamer = session.withLock({ $0?.streamer }) else { return }
+        let progress = streamer.progress()
+        let level = volume.withLock { $0 }
+        let status = item.withLock { item -> PlaybackStatus? in
+            guard var current = item, !current.final else { return nil }
+            var status = PlaybackStatus(state: .loading, position: progress.position, duration: current.duration,
+                                        volume: level.level, title: current.title)
+            status.muted = level.level == nil ? nil : level.muted
+            status.itemURL = current.url
+            status.timestamp = Date()
+            switch progress.phase {
+            case .sending: status.state = progress.audible ? .playing : .loading
+            case .paused: status.state = current.paused ? .paused : .loading
+            case .ended: status.end(.ended, because: .finished)
+            case .failed(let reason):
+                status.error = reason
+                status.end(.failed, because: .unplayable)
+            case .closed: return nil
+            }
+            current.final = status.isFinal
+            current.reported = status.state
+            item = current
+            return status
+        }
+        if let status { statuses.send(status) }
+    }
+
+    func statusUpdates() -> AsyncStream<PlaybackStatus> { statuses.subscribe() }
+
+    // MARK: commands
+
+    func load(_ media: MediaItem, autoplay: Bool) async throws {
+        let current = try await setUp()
+        let source = try await rtsp { try PCMSource(url: media.url) }
+        item.withLock { $0 = Item(url: media.url, title: media.title, duration: media.duration, paused: !autoplay) }
+        if current.streamer.progress().position > 0 || item.withLock({ $0 != nil }) {
+            _ = current.streamer.pause()
+            try await flush(current)
+        }
+        current.streamer.start(source, at: 0)
+        if !autoplay { try await pause() }
+        report()
+    }
+
+    func play() async throws {
+        let current = try requireSession()
+        let position = current.streamer.progress().position
+        try current.streamer.reposition(to: position)
+        item.withLock { $0?.paused = false }
+        current.streamer.resume(from: position)
+        report()
+    }
+
+    func pause() async throws {
+        let current = try requireSession()
+        _ = current.streamer.pause()
+        item.withLock { $0?.paused = true }
+        try await flush(current)
+        report()
+    }
+
+    func seek(to seconds: Double) async throws {
+        let current = try requireSession()
+        _ = current.streamer.pause()
+        try await flush(current)
+        try current.streamer.reposition(to: seconds)
+        if item.withLock({ $0?.paused }) == false {
+            current.streamer.resume(from: seconds)
+        } else {
+            current.streamer.hold(at: seconds)
+        }
+        report()
+    }
+
+    func stop() async throws {
+        guard let current = session.withLock({ $0 }) else { return }
+        _ = current.streamer.pause()
+        try await flush(current)
+        let status = item.withLock { item -> PlaybackStatus? in
+            guard var current = item, !current.final else { return nil }
+            current.final = true
+            item = current
+            var status = PlaybackStatus(state: .stopped, duration: current.duration, title: current.title)
+            status.itemURL = current.url
+            status.end(.stopped, because: .stopped)
+            return status
+        }
+        if let status { statuses.send(status) }
+    }
+
+    func setVolume(_ level: Double) async throws {
+        volume.withLock { $0.level = min(1, max(0, level)) }
+        try await sendVolume()
+    }
+
+    func setMuted(_ muted: Bool) async throws {
+        volume.withLock { $0.muted = muted }
+        try await sendVolume()
+    }
+
+    func setNext(_ item: MediaItem) async throws -> Bool { false }
+
+    func observe() async throws -> Bool { false }
+
+    func close() async {
+        let current = session.withLock { session -> Session? in
+            defer { session = nil }
+            return session
+        }
+        if let current {
+            _ = try? await rtsp { try current.rtsp.request("TEARDOWN", current.uri) }
+            current.streamer.close()
+        }
+        streamerReady.finish()
+        statuses.finish()
+    }
+
+    // MARK: the RTSP session
+
+    private func requireSession() throws -> Session {
+        guard let current = session.withLock({ $0 }) else {
+            throw RouteError.commandFailed(device: route.name, command: "AirPlay", reason: "nothing is loaded")
+        }
+        return current
+    }
+
+    /// The session, set up on first use: OPTIONS, ANNOUNCE, SETUP, RECORD and the volume.
+    private func setUp() async throws -> Session {
+        if let current = session.withLock({ $0 }) { return current }
+        let receiver = receiver, name = route.name, log = log
+        let made = try await rtsp { () -> Session in
+            let rtsp = try RTSPConnection(host: receiver.host, port: receiver.port)
+            let dacp = String(format: "%016llX", UInt64.random(in: 0...UInt64.max))
+            rtsp.common = [("DACP-ID", dacp), ("Active-Remote", String(UInt32.random(in: 0...UInt32.max))), ("Client-Instance", dacp)]
+            let options = try rtsp.request("OPTIONS", "*")
+            if options.status == 401 {
+                throw RouteError.unusableDevice(device: name, reason: "it wants a password, and route does not send one yet")
+            }
+            try Self.check(options, "OPTIONS", device: name)
+            let uri = "rtsp://\(rtsp.localAddress)/\(UInt32.random(in: 0...UInt32.max))"
+            try Self.check(try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host).utf8),
+                                            contentType: "application/sdp"), "ANNOUNCE", device: name)
+            let sockets = try RAOPStreamer.openSockets(localAddress: rtsp.localAddress)
+            let setup = try rtsp.request("SETUP", uri, headers: [("Transport",
+                "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(sockets.controlPort);timing_port=\(sockets.timingPort)")])
+            try Self.check(setup, "SETUP", device: name)
+            let transport = Self.transport(setup.headers["transport"] ?? "")
+            guard let server = transport["server_port"].flatMap(UInt16.init), let control = transport["control_port"].flatMap(UInt16.init) else {
+                throw RouteError.deviceUnreachable(device: name, reason: "its SETUP answer names no ports (\(setup.headers["transport"] ?? "none"))")
+            }
+            if let id = setup.headers["session"] { rtsp.common.append(("Session", id)) }
+            let streamer = RAOPStreamer(sockets: sockets, receiver: .init(host: receiver.host, audioPort: server, controlPort: control),
+                                        latency: Self.latency, name: name, log: log)
+            let next = streamer.next
+            try Self.check(try rtsp.request("RECORD", uri, headers: [("Range", "npt=0-"), ("RTP-Info", "seq=\(next.sequence);rtptime=\(next.timestamp)")]),
+                           "RECORD", device: name)
+            return Session(rtsp: rtsp, streamer: streamer, uri: uri)
+        }
+        session.withLock { $0 = made }
+        streamerReady.yield(made.streamer)
+        try await sendVolume()
+        return made
+    }
+
+    /// Tells the receiver to drop what it holds (pause, seek, a new item).
+    private func flush(_ current: Session) async throws {
+        let next = current.streamer.next
+        try await rtsp { [name = route.name] in
+            try Self.check(try current.rtsp.request("FLUSH", current.uri, headers: [("RTP-Info", "seq=\(next.sequence);rtptime=\(next.timestamp)")]),
+                           "FLUSH", device: name)
+        }
+    }
+
+    /// The volume, on AirPlay's scale: -30 dB (quietest) to 0 dB, and -144 for silence; nothing until route set one.
+    private func sendVolume() async throws {
+        guard let current = session.withLock({ $0 }) else { return }
+        let level = volume.withLock { $0 }
+        guard level.level != nil || level.muted else { return }
+        let decibels = level.muted || level.level == 0 ? -144 : -30 + 30 * (level.level ?? 1)
+        try await rtsp { [name = route.name] in
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(String(format: "volume: %.6f\r\n", decibels).utf8),
+                                                    contentType: "text/parameters"), "SET_PARAMETER volume", device: name)
+        }
+        report()
+    }
+
+    /// Runs `body` on the RTSP thread, within 15 s.
+    private func rtsp<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await rtspThread.run(timeout: .seconds(15), timedOut: { [name = route.name] in
+            RouteError.deviceUnreachable(device: name, reason: "its RTSP connection did not answer within 15 s")
+        }) {
+            do {
+                return try body()
+            } catch let error as RTSPError {
+                throw RouteError.deviceUnreachable(device: self.route.name, reason: error.description)
+            }
+        }
+    }
+
+    /// Throws unless `response` is a 200.
+    private static func check(_ response: RTSPResponse, _ method: String, device: String) throws {
+        guard response.status != 200 else { return }
+        throw RouteError.commandFailed(device: device, command: method, reason: "the receiver answered \(response.status) \(response.reason)")
+    }
+
+    /// The ANNOUNCE's description: ALAC at 44.1 kHz, 16-bit stereo, 352 frames a packet.
+    static func sdp(local: String, remote: String) -> String {
+        let session = UInt32.random(in: 0...UInt32.max)
+        return ["v=0", "o=iTunes \(session) 0 IN IP4 \(local)", "s=iTunes", "c=IN IP4 \(remote)", "t=0 0",
+                "m=audio 0 RTP/AVP 96", "a=rtpmap:96 AppleLossless", "a=fmtp:96 352 0 16 40 10 14 2 255 0 0 44100", ""]
+            .joined(separator: "\r\n")
+    }
+
+    /// A Transport header's `key=value` parts.
+    static func transport(_ header: String) -> [String: String] {
+        var parts: [String: String] = [:]
+        for part in header.split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { parts[String(pair[0])] = String(pair[1]) }
+        }
+        return parts
+    }
+}

@@ -1,0 +1,111 @@
+// PCMSource: what an AirPlay receiver plays, decoded from route's served URL by GStreamer into 44.1 kHz 16-bit
+// stereo, in packets of 352 frames, as fast as the sender takes them. Blocking.
+
+import CGStreamer
+import CGStreamerApp
+import CRouteShim
+import Foundation
+
+/// Decodes one URL to big-endian 16-bit stereo at 44.1 kHz (RAOP's audio), a packet at a time.
+final class PCMSource: @unchecked Sendable {
+    // Safety: used by one thread at a time (under RAOPStreamer's lock, or before the streamer has it).
+    /// Frames in one RTP packet.
+    static let framesPerPacket = 352
+    static let bytesPerFrame = 4
+    static let sampleRate = 44100
+
+    private let pipeline: UnsafeMutablePointer<GstElement>
+    private let sink: UnsafeMutablePointer<GstElement>
+    private var pending = Data()
+    /// The stream ended: what is left in `pending` is the last packet.
+    private(set) var ended = false
+
+    /// Starts decoding `url`.
+    /// - Throws: `RTSPError` when GStreamer cannot build the pipeline.
+    init(url: String) throws {
+        gst_init(nil, nil)
+        let description = "uridecodebin name=route_src ! audioconvert ! audioresample ! "
+            + "audio/x-raw,format=S16BE,rate=\(Self.sampleRate),channels=2,layout=interleaved ! "
+            + "appsink name=route_sink sync=false max-buffers=16 drop=false"
+        var error: UnsafeMutablePointer<GError>?
+        guard let pipeline = gst_parse_launch(description, &error), error == nil else {
+            let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
+            if let error { g_error_free(error) }
+            throw RTSPError(description: "GStreamer cannot decode for AirPlay: \(message)")
+        }
+        let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
+        guard let source = gst_bin_get_by_name(bin, "route_src"), let sink = gst_bin_get_by_name(bin, "route_sink") else {
+            gst_object_unref(pipeline)
+            throw RTSPError(description: "GStreamer's decoding pipeline lacks its elements")
+        }
+        route_object_set_string(source, "uri", url)
+        gst_object_unref(source)
+        self.pipeline = pipeline
+        self.sink = sink
+        gst_element_set_state(pipeline, GST_STATE_PLAYING)
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(sink)
+        gst_object_unref(pipeline)
+    }
+
+    /// The next packet's samples (352 frames; the last one may be shorter, padded with silence by the caller), nil
+    /// at the end. Waits at most `timeout` seconds for the decoder.
+    /// - Throws: `RTSPError` with GStreamer's words when decoding fails or stalls.
+    func nextPacket(timeout: Double = 10) throws -> Data? {
+        let size = Self.framesPerPacket * Self.bytesPerFrame
+        while pending.count < size, !ended {
+            let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+            if let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(timeout * 1e9)) {
+                defer { gst_sample_unref(sample) }
+                if let buffer = gst_sample_get_buffer(sample) {
+                    var map = GstMapInfo()
+                    if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
+                        pending.append(map.data, count: Int(map.size))
+                        gst_buffer_unmap(buffer, &map)
+                    }
+                }
+            } else if gst_app_sink_is_eos(appsink) != 0 {
+                ended = true
+            } else {
+                throw RTSPError(description: failure() ?? "the media did not decode within \(Int(timeout)) s")
+            }
+        }
+        guard !pending.isEmpty else { return nil }
+        let packet = Data(pending.prefix(size))
+        pending = Data(pending.dropFirst(packet.count))
+        return packet
+    }
+
+    /// Jumps to `seconds` from the start; what was decoded before is dropped.
+    /// - Throws: `RTSPError` when the media cannot seek.
+    func seek(to seconds: Double) throws {
+        pending = Data()
+        ended = false
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+        guard gst_element_seek_simple(pipeline, GST_FORMAT_TIME, flags, gint64(seconds * 1e9)) != 0 else {
+            throw RTSPError(description: "the media cannot seek to \(seconds) s")
+        }
+    }
+
+    /// The length in seconds, once known.
+    var duration: Double? {
+        var nanoseconds: gint64 = 0
+        guard gst_element_query_duration(pipeline, GST_FORMAT_TIME, &nanoseconds) != 0, nanoseconds > 0 else { return nil }
+        return Double(nanoseconds) / 1e9
+    }
+
+    /// The error GStreamer posted, if any.
+    private func failure() -> String? {
+        guard let bus = gst_element_get_bus(pipeline) else { return nil }
+        defer { gst_object_unref(bus) }
+        guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
+        defer { gst_message_unref(message) }
+        var error: UnsafeMutablePointer<GError>?
+        gst_message_parse_error(message, &error, nil)
+        defer { if let error { g_error_free(error) } }
+        return error.map { "the media cannot be decoded: " + String(cString: $0.pointee.message) }
+    }
+}

@@ -1,0 +1,160 @@
+// AirPlayLabTests: the AirPlay plugin against a real AirPlay 1 receiver, shairport-sync, in the lab — what it plays
+// judged by what it writes as it plays it (its stdout backend), not by what route says.
+
+import Foundation
+import RouteCore
+import RouteTestSupport
+import Testing
+
+extension LabTests {
+    /// The AirPlay plugin (route-provider-airplay) against shairport-sync 3.3.8.
+    @Suite struct AirPlayLabTests {
+        private static let name = "Lab AirPlay"
+        private static let airplay = ["ROUTE_PROVIDERS": "airplay"]
+
+        @Test func aReceiverIsListedAsAnAirPlaySpeakerByItsName() async throws {
+            try await withReceiver { sandbox in
+                let found = try await sandbox.run(["devices", "--json", "--timeout", "3"], environment: Self.airplay)
+                let devices = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8))
+                let device = try #require(devices.first { $0.name == Self.name }, "\(found)")
+                #expect(device.kind == .speaker && device.address == "10.77.0.2:5000" && device.capabilities == .audio)
+                #expect(device.primary.protocolName == "AirPlay" && device.primary.provider == "airplay" && device.primary.volumeControl == .absolute)
+                // The instance name is MAC@Name: the MAC is the device's identity, the name what people see.
+                #expect(device.primary.nativeID.hasSuffix("@" + Self.name) && device.primary.deduplicationIDs.contains { $0.hasPrefix("mac:") },
+                        "\(device.primary)")
+            }
+        }
+
+        @Test func aCastIsHeardWholeAndEnds() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 3)
+                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: Self.airplay, timeout: 20)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
+                // Every bit of it was heard, its first packets too, and the session ended after its last one played.
+                let heard = try AirPlayOutput.read().heardSeconds
+                #expect(abs(heard - 3) < 0.05, "shairport-sync played \(heard) s of a 3 s file")
+            }
+        }
+
+        @Test func pausePlayAndVolumeAreHeard() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: Self.airplay)
+                try await Lab.until("a second is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 1 }
+                #expect(try await sandbox.run(["pause", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await sandbox.poll(["status", "--to", Self.name, "--json"], environment: Self.airplay, within: 5, "paused") {
+                    $0.stdout.contains("\"paused\"")
+                }
+                let paused = try AirPlayOutput.read().heardSeconds
+                try await Task.sleep(for: .seconds(1.5))
+                #expect(try AirPlayOutput.read().heardSeconds - paused < 0.1, "nothing more is heard while paused")
+                #expect(try await sandbox.run(["play", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await Lab.until("it is heard again", within: 5) { try AirPlayOutput.read().heardSeconds > paused + 1 }
+                #expect(try await sandbox.run(["volume", "100", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await Task.sleep(for: .seconds(1))
+                let loud = try AirPlayOutput.read().level(ofLast: 0.3)
+                #expect(try await sandbox.run(["volume", "20", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await Lab.until("the volume is lower", within: 5) { try AirPlayOutput.read().level(ofLast: 0.3) < loud / 2 }
+                #expect(try await sandbox.run(["stop", "--to", Self.name], environment: Self.airplay).status == 0)
+                let result = await casting.finish(within: 10)
+                #expect(result.status == 0, "\(result)")
+                // The tone resumed where it paused: about as much heard as played.
+                let heard = try AirPlayOutput.read().heardSeconds
+                #expect(heard > paused + 1 && heard < 30, "\(heard) s heard")
+            }
+        }
+
+        @Test func aSeekIsHeardAtItsPlaceAndAQueuePlaysOnOneSession() async throws {
+            try await withReceiver { sandbox in
+                // Ten seconds at 440 Hz, then twenty at 1760 Hz: where it plays is heard in the pitch.
+                let twoTones = sandbox.root + "/two tones.wav"
+                try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
+                    + "audiotestsrc freq=440 num-buffers=500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
+                    + "audiotestsrc freq=1760 num-buffers=1000 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: twoTones)
+                let short = try await sandbox.wav("short.wav", seconds: 2)
+                let casting = try sandbox.start(["cast", twoTones, short, "--to", Self.name], environment: Self.airplay)
+                try await Lab.until("the low tone is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 1 }
+                #expect(try AirPlayOutput.read().pitch(ofLast: 0.2) < 600)
+                #expect(try await sandbox.run(["seek", "25", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await Lab.until("the high tone is heard", within: 5) { try AirPlayOutput.read().pitch(ofLast: 0.2) > 1500 }
+                // The second file follows on the same session; the cast ends after it.
+                let result = await casting.finish(within: 20)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: short [2/2] on \(Self.name)", "\(result)")
+                let heard = try AirPlayOutput.read().heardSeconds
+                #expect(heard > 1 + 5 + 2 - 0.3 && heard < 1 + 5 + 2 + 2, "\(heard) s heard: a second, the last five of the first file, the second")
+            }
+        }
+
+        @Test func aReceiverThatWantsAPasswordIsRefusedInOneLine() async throws {
+            try Lab.control("start-airplay", "--port", "5010", "--name", "Lab AirPlay Locked", "--password", "secret")
+            defer { try? Lab.control("stop-airplay", "--port", "5010") }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 3)
+                let result = try await sandbox.run(["cast", wav, "--to", "Lab AirPlay Locked"], environment: Self.airplay, timeout: 20)
+                #expect(result.status != 0 && result.stderr.contains("Lab AirPlay Locked") && result.stderr.contains("wants a password"), "\(result)")
+            }
+        }
+
+        @Test func aReceiverKilledMidCastEndsTheCastWithAnError() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: Self.airplay)
+                try await Lab.until("it is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 0.5 }
+                try Lab.control("stop-airplay", "--hard")
+                let result = await casting.finish(within: 10)
+                #expect(result.status != 0 && !result.signaled && result.stderr.contains("closed its AirPlay connection"), "\(result)")
+            }
+        }
+
+        /// Runs `body` with the lab's receiver started afresh (its output file empty) and stopped after.
+        private func withReceiver(_ body: (Sandbox) async throws -> Void) async throws {
+            try? Lab.control("stop-airplay")
+            try Lab.control("start-airplay")
+            defer { try? Lab.control("stop-airplay") }
+            try await inSandbox(body)
+        }
+    }
+}
+
+/// What shairport-sync has played (its stdout backend: 16-bit little-endian stereo at 44.1 kHz, written as played).
+struct AirPlayOutput {
+    /// The left channel's samples.
+    let left: [Int16]
+
+    /// Reads the lab receiver's output so far.
+    static func read(_ file: String = "airplay.pcm") throws -> AirPlayOutput {
+        guard let state = ProcessInfo.processInfo.environment["ROUTE_LAB_STATE"] else { throw ToolFailed(description: "not in the lab") }
+        let data = try Data(contentsOf: URL(fileURLWithPath: state + "/" + file))
+        let frames = data.count / 4
+        let left = data.withUnsafeBytes { raw in (0..<frames).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: Int16.self)) } }
+        return AirPlayOutput(left: left)
+    }
+
+    /// Seconds of sound: 10 ms windows louder than silence and the receiver's dither (a tone at shairport-sync's
+    /// volume on start, -24 dB, is about 250).
+    var heardSeconds: Double {
+        stride(from: 0, to: left.count - 441, by: 441).filter { rms(left[$0..<($0 + 441)]) > 40 }.count.asSeconds
+    }
+
+    /// The loudness (RMS) of the last `seconds` written.
+    func level(ofLast seconds: Double) -> Double {
+        rms(left.suffix(Int(seconds * 44100)))
+    }
+
+    /// The frequency of the last `seconds` written, by counting zero crossings (a sine's pitch).
+    func pitch(ofLast seconds: Double) -> Double {
+        let tail = left.suffix(Int(seconds * 44100))
+        let crossings = zip(tail, tail.dropFirst()).filter { ($0 < 0) != ($1 < 0) }.count
+        return Double(crossings) / 2 / seconds
+    }
+
+    private func rms(_ samples: ArraySlice<Int16>) -> Double {
+        guard !samples.isEmpty else { return 0 }
+        return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
+    }
+}
+
+private extension Int {
+    /// A count of 10 ms windows in seconds.
+    var asSeconds: Double { Double(self) / 100 }
+}
