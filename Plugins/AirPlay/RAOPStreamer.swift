@@ -282,12 +282,14 @@ final class RAOPStreamer: @unchecked Sendable {
                 guard count > 0 else { continue }
                 let received = NTPTime.now()
                 let request = Data(buffer[0..<count])
-                guard let sender = withUnsafePointer(to: &from, { SocketAddress(copying: $0) }) else { continue }
+                // Only the receiver is answered: anyone else on the network could otherwise have packets sent where
+                // it likes (a forged resend request asks for hundreds).
+                guard let sender = withUnsafePointer(to: &from, { SocketAddress(copying: $0) }), sender.numericHost == receiver.host else { continue }
                 if poller.fd == sockets.timing, let reply = RAOPPackets.timingReply(to: request, received: received, now: .now()) {
                     send(reply, to: sender, from: sockets.timing)
                     lock.withLock { state.timed = true }
                 } else if poller.fd == sockets.control, let (first, count) = RAOPPackets.resendRange(request) {
-                    let packets = lock.withLock { (0..<count).compactMap { state.recent[first &+ $0] } }
+                    let packets = lock.withLock { (0..<min(count, 128)).compactMap { state.recent[first &+ $0] } }
                     for packet in packets { send(RAOPPackets.resentPacket(packet), to: sender, from: sockets.control) }
                 }
             }
