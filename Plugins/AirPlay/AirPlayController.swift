@@ -230,9 +230,13 @@ final class AirPlayController: RouteController {
             let rtsp = try RTSPConnection(host: receiver.host, port: receiver.port)
             let dacp = String(format: "%016llX", UInt64.random(in: 0...UInt64.max))
             rtsp.common = [("DACP-ID", dacp), ("Active-Remote", String(UInt32.random(in: 0...UInt32.max))), ("Client-Instance", dacp)]
-            let options = try rtsp.request("OPTIONS", "*")
+            var options = try rtsp.request("OPTIONS", "*")
             if options.status == 401 {
-                throw RouteError.unusableDevice(device: name, reason: "it wants a password, and route does not send one yet")
+                try Self.authorize(rtsp, challenge: options.headers["www-authenticate"] ?? "", receiver: receiver)
+                options = try rtsp.request("OPTIONS", "*")
+                if options.status == 401 {
+                    throw RouteError.unusableDevice(device: name, reason: "it refused the password in \(AirPlayPasswords.path)")
+                }
             }
             try Self.check(options, "OPTIONS", device: name)
             let uri = "rtsp://\(rtsp.localAddress)/\(UInt32.random(in: 0...UInt32.max))"
@@ -258,6 +262,25 @@ final class AirPlayController: RouteController {
         streamerReady.yield(made.streamer)
         try await sendVolume()
         return made
+    }
+
+    /// Answers the receiver's password challenge on every request from now on, with the password the user gave it.
+    /// - Throws: `RouteError` saying where to put a password when there is none, or why the one there is not used.
+    private static func authorize(_ rtsp: RTSPConnection, challenge: String, receiver: RAOPService) throws {
+        let password: String?
+        do {
+            password = try AirPlayPasswords.password(for: receiver)
+        } catch {
+            throw RouteError.unusableDevice(device: receiver.name, reason: "it wants a password, and \(error)")
+        }
+        guard let password else {
+            throw RouteError.unusableDevice(device: receiver.name, reason: "it wants a password: put a line \"\(receiver.name) = PASSWORD\" in "
+                + "\(AirPlayPasswords.path), readable by you alone")
+        }
+        guard AirPlayPasswords.digest(challenge: challenge, method: "OPTIONS", uri: "*", password: password) != nil else {
+            throw RouteError.unusableDevice(device: receiver.name, reason: "it asks for a password in a way route does not speak (\(challenge.prefix(40)))")
+        }
+        rtsp.authorization = { method, uri in AirPlayPasswords.digest(challenge: challenge, method: method, uri: uri, password: password) }
     }
 
     /// Tells the receiver to drop what it holds (pause, seek, a new item).

@@ -29,6 +29,8 @@ final class RTSPConnection {
     let localAddress: String
     /// Headers every request carries (DACP-ID, Active-Remote, Client-Instance, Session once set up).
     var common: [(String, String)] = []
+    /// The `Authorization` header for a method and URI, once the receiver asked for a password.
+    var authorization: ((String, String) -> String?)?
     /// Seconds a request may take.
     var timeout: Double = 5
 
@@ -83,6 +85,7 @@ final class RTSPConnection {
         cseq += 1
         var head = "\(method) \(uri) RTSP/1.0\r\nCSeq: \(cseq)\r\nUser-Agent: route/0.1\r\n"
         for (name, value) in common + headers { head += "\(name): \(value)\r\n" }
+        if let authorization = authorization?(method, uri) { head += "Authorization: \(authorization)\r\n" }
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
         if !body.isEmpty || contentType != nil { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"

@@ -85,13 +85,34 @@ extension LabTests {
             }
         }
 
-        @Test func aReceiverThatWantsAPasswordIsRefusedInOneLine() async throws {
+        @Test func aReceiverThatWantsAPasswordPlaysWithTheOneThePersonGaveIt() async throws {
             try Lab.control("start-airplay", "--port", "5010", "--name", "Lab AirPlay Locked", "--password", "secret")
             defer { try? Lab.control("stop-airplay", "--port", "5010") }
             try await inSandbox { sandbox in
-                let wav = try await sandbox.wav("song.wav", seconds: 3)
-                let result = try await sandbox.run(["cast", wav, "--to", "Lab AirPlay Locked"], environment: Self.airplay, timeout: 20)
-                #expect(result.status != 0 && result.stderr.contains("Lab AirPlay Locked") && result.stderr.contains("wants a password"), "\(result)")
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let config = sandbox.root + "/config", file = config + "/route/airplay-passwords"
+                let environment = Self.airplay.merging(["XDG_CONFIG_HOME": config]) { $1 }
+                func cast() async throws -> RouteResult {
+                    try await sandbox.run(["cast", wav, "--to", "Lab AirPlay Locked"], environment: environment, timeout: 20)
+                }
+                // None given: one line says where to give it.
+                let none = try await cast()
+                #expect(none.status != 0 && none.stderr.contains("Lab AirPlay Locked") && none.stderr.contains("wants a password")
+                        && none.stderr.contains(file), "\(none)")
+                // A file others may read is not used; a wrong password is said to be refused.
+                try FileManager.default.createDirectory(atPath: config + "/route", withIntermediateDirectories: true)
+                try "# mine\nLab AirPlay Locked = wrong\n".write(toFile: file, atomically: true, encoding: .utf8)
+                chmod(file, 0o644)
+                let open = try await cast()
+                #expect(open.status != 0 && open.stderr.contains("may be read by others"), "\(open)")
+                chmod(file, 0o600)
+                let wrong = try await cast()
+                #expect(wrong.status != 0 && wrong.stderr.contains("refused the password"), "\(wrong)")
+                try "Lab AirPlay Locked = secret\n".write(toFile: file, atomically: true, encoding: .utf8)
+                chmod(file, 0o600)
+                let right = try await cast()
+                #expect(right.status == 0, "\(right)")
+                #expect(try AirPlayOutput.read("airplay-5010.pcm").heardSeconds > 1.9)
             }
         }
 
