@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(name: "route-provider-mpd", dependencies: ["RoutePluginKit", "RouteCore", "CMPDClient"], path: "Plugins/MPD",
                           swiftSettings: swift6),
         // AirPlay 1 (RAOP) receivers: RTSP and RTP written here, the audio decoded by GStreamer.
-        .executableTarget(name: "route-provider-airplay", dependencies: ["RoutePluginKit", "RouteCore", "CGStreamer", "CGStreamerApp", "CRouteShim"],
+        .executableTarget(name: "route-provider-airplay", dependencies: ["RoutePluginKit", "RouteCore", "CGStreamer", "CGStreamerApp", "CRouteShim", "COpenSSL"],
                           path: "Plugins/AirPlay", swiftSettings: swift6),
         // bench/plugins: the plugin host's start-up and round-trip costs.
         .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",

@@ -240,8 +240,19 @@ final class AirPlayController: RouteController {
             }
             try Self.check(options, "OPTIONS", device: name)
             let uri = "rtsp://\(rtsp.localAddress)/\(UInt32.random(in: 0...UInt32.max))"
-            try Self.check(try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host).utf8),
-                                            contentType: "application/sdp"), "ANNOUNCE", device: name)
+            // Encrypted as Apple's senders do (every AirPlay 1 receiver decrypts it, and some take nothing else); a
+            // receiver that refuses it gets the audio clear.
+            var cipher: RAOPCipher? = try RAOPCipher()
+            var announced = try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host, cipher: cipher).utf8),
+                                             contentType: "application/sdp")
+            if announced.status != 200 {
+                log(.debug, "\(name) refused encrypted audio (\(announced.status)); sending it clear")
+                cipher = nil
+                announced = try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host, cipher: nil).utf8),
+                                             contentType: "application/sdp")
+            }
+            try Self.check(announced, "ANNOUNCE", device: name)
+            log(.debug, "\(name): ANNOUNCE taken, audio \(cipher == nil ? "clear" : "encrypted (AES, the key RSA-wrapped)")")
             let sockets = try RAOPStreamer.openSockets(localAddress: rtsp.localAddress)
             let setup = try rtsp.request("SETUP", uri, headers: [("Transport",
                 "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(sockets.controlPort);timing_port=\(sockets.timingPort)")])
@@ -252,7 +263,7 @@ final class AirPlayController: RouteController {
             }
             if let id = setup.headers["session"] { rtsp.common.append(("Session", id)) }
             let streamer = RAOPStreamer(sockets: sockets, receiver: .init(host: receiver.host, audioPort: server, controlPort: control),
-                                        latency: Self.latency, name: name, log: log)
+                                        latency: Self.latency, cipher: cipher)
             let next = streamer.next
             try Self.check(try rtsp.request("RECORD", uri, headers: [("Range", "npt=0-"), ("RTP-Info", "seq=\(next.sequence);rtptime=\(next.timestamp)")]),
                            "RECORD", device: name)
@@ -324,11 +335,12 @@ final class AirPlayController: RouteController {
         throw RouteError.commandFailed(device: device, command: method, reason: "the receiver answered \(response.status) \(response.reason)")
     }
 
-    /// The ANNOUNCE's description: ALAC at 44.1 kHz, 16-bit stereo, 352 frames a packet.
-    static func sdp(local: String, remote: String) -> String {
+    /// The ANNOUNCE's description: ALAC at 44.1 kHz, 16-bit stereo, 352 frames a packet; with `cipher`, its key and IV.
+    static func sdp(local: String, remote: String, cipher: RAOPCipher?) -> String {
         let session = UInt32.random(in: 0...UInt32.max)
-        return ["v=0", "o=iTunes \(session) 0 IN IP4 \(local)", "s=iTunes", "c=IN IP4 \(remote)", "t=0 0",
-                "m=audio 0 RTP/AVP 96", "a=rtpmap:96 AppleLossless", "a=fmtp:96 352 0 16 40 10 14 2 255 0 0 44100", ""]
+        return (["v=0", "o=iTunes \(session) 0 IN IP4 \(local)", "s=iTunes", "c=IN IP4 \(remote)", "t=0 0",
+                 "m=audio 0 RTP/AVP 96", "a=rtpmap:96 AppleLossless", "a=fmtp:96 352 0 16 40 10 14 2 255 0 0 44100"]
+                + (cipher?.sdpLines ?? []) + [""])
             .joined(separator: "\r\n")
     }
 

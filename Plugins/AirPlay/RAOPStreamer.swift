@@ -59,8 +59,8 @@ final class RAOPStreamer: @unchecked Sendable {
     var heardAfter: UInt32 { latency + 11025 }
     private let lock = NSCondition()
     private nonisolated(unsafe) var state = State()
-    private let log: RouteLog
-    private let name: String
+    /// The session's encryption, when the receiver took it.
+    private let cipher: RAOPCipher?
 
     /// Opens the control and timing sockets on `localAddress` (their ports go into SETUP).
     /// - Throws: `RTSPError` when a socket cannot be opened.
@@ -81,12 +81,11 @@ final class RAOPStreamer: @unchecked Sendable {
         return Sockets(audio: audio.0, control: control.0, timing: timing.0, controlPort: control.1, timingPort: timing.1)
     }
 
-    init(sockets: Sockets, receiver: Receiver, latency: UInt32, name: String, log: RouteLog) {
+    init(sockets: Sockets, receiver: Receiver, latency: UInt32, cipher: RAOPCipher?) {
         self.sockets = sockets
         self.receiver = receiver
         self.latency = latency
-        self.name = name
-        self.log = log
+        self.cipher = cipher
     }
 
     /// The sequence number and RTP time of the next packet (RECORD's and FLUSH's RTP-Info).
@@ -251,7 +250,7 @@ final class RAOPStreamer: @unchecked Sendable {
                 continue
             }
             let packet = RAOPPackets.audioPacket(sequence: state.sequence, timestamp: state.timestamp, ssrc: ssrc, marker: state.fresh,
-                                                 payload: RAOPPackets.alacFrame(samples))
+                                                 payload: cipher.map { $0.encrypt(RAOPPackets.alacFrame(samples)) } ?? RAOPPackets.alacFrame(samples))
             state.recent[state.sequence] = packet
             state.recent[state.sequence &- 512] = nil
             state.fresh = false

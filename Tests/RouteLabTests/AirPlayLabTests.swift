@@ -28,9 +28,12 @@ extension LabTests {
         @Test func aCastIsHeardWholeAndEnds() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 3)
-                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: Self.airplay, timeout: 20)
+                let traced = Self.airplay.merging(["ROUTE_DEBUG": "airplay"]) { $1 }
+                let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: traced, timeout: 20)
                 #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
-                // Every bit of it was heard, its first packets too, and the session ended after its last one played.
+                // Encrypted (shairport-sync offers et=0,1), and every bit of it heard, so decrypted: its first packets
+                // too, and the session ended after its last one played.
+                #expect(result.stderr.contains("audio encrypted"), "\(result.stderr)")
                 let heard = try AirPlayOutput.read().heardSeconds
                 #expect(abs(heard - 3) < 0.05, "shairport-sync played \(heard) s of a 3 s file")
             }
