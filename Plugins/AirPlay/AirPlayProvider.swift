@@ -100,11 +100,12 @@ struct RAOPService: Sendable, Hashable {
     var wantsPassword: Bool { ["true", "1"].contains(txt["pw"]?.lowercased() ?? "") }
 
     /// Its route; `sharesMAC`: another receiver announces the same MAC (instances on one host), which then
-    /// identifies neither.
+    /// identifies neither. It takes any audio (the plugin decodes it), and only audio: a video goes to a merged device's
+    /// DLNA or Cast route, and among routes that take a file as it is, the built-in ones come first.
     func route(sharesMAC: Bool) -> MediaRoute {
         MediaRoute(provider: "airplay", nativeID: id, name: name, kind: .speaker, protocolName: "AirPlay",
                    address: "\(host):\(port)", capabilities: .audio, volumeControl: .absolute,
-                   accepts: .anything, maxAudioChannels: 2, deduplicationIDs: sharesMAC ? [] : ["mac:\(mac)"])
+                   accepts: .mimeTypes(["audio/*"]), maxAudioChannels: 2, deduplicationIDs: sharesMAC ? [] : ["mac:\(mac)"])
     }
 }
 

@@ -119,6 +119,30 @@ extension LabTests {
             }
         }
 
+        @Test func aReceiverThatAnnouncesTheRenderersMACIsOneDeviceWithIt() async throws {
+            // A TV with DLNA and AirPlay announces its own MAC in its AirPlay name (shairport-sync makes one up from
+            // its name): announced here for the renderer's host, pointing at the lab's shairport-sync.
+            let mac = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/lab").path, ["exec-b", "cat", "/sys/class/net/vB/address"])
+                .text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let instance = mac.replacingOccurrences(of: ":", with: "").uppercased() + "@" + Lab.rendererName
+            try await withReceiver { sandbox in
+                let publisher = try Lab.start(["exec-b", "avahi-publish", "-s", instance, "_raop._tcp", "5000", "cn=0,1", "et=0,1", "tp=UDP", "am=LabTV"])
+                defer { publisher.terminate() }
+                let both = ["ROUTE_PROVIDERS": "upnp,airplay"]
+                let found = try await sandbox.poll(["devices", "--json", "--timeout", "3"], environment: both, within: 15, "one device with both routes") {
+                    ((try? JSONDecoder().decode([MediaDevice].self, from: Data($0.stdout.utf8))) ?? [])
+                        .contains { $0.name == Lab.rendererName && $0.routes.count == 2 }
+                }
+                let device = try #require(try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).first { $0.name == Lab.rendererName })
+                #expect(Set(device.routes.map(\.protocolName)) == ["upnp", "AirPlay"], "\(device.routes.map(\.id))")
+                // A WAV both take as it is goes over DLNA; --via AirPlay sends it to the receiver.
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let viaAirPlay = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--via", "AirPlay"], environment: both, timeout: 20)
+                #expect(viaAirPlay.status == 0, "\(viaAirPlay)")
+                #expect(try AirPlayOutput.read().heardSeconds > 1.9)
+            }
+        }
+
         @Test func aReceiverKilledMidCastEndsTheCastWithAnError() async throws {
             try await withReceiver { sandbox in
                 let wav = try await sandbox.wav("song.wav", seconds: 30)
