@@ -108,7 +108,7 @@ public final class DesktopAudio: Sendable {
     ///   whose routes take neither L16 nor WAV, or when `settings.via` names none of its routes;
     ///   `SoundSinkError` when no sound server runs.
     public init(device: MediaDevice, router: MediaRouter, servers: MediaServers, settings: DesktopAudioSettings = DesktopAudioSettings()) throws {
-        let routes = device.routes.filter { settings.via == nil || $0.protocolName == settings.via || $0.provider == settings.via }
+        let routes = device.routes.filter { settings.via.map($0.isReached(via:)) ?? true }
         if let via = settings.via, routes.isEmpty {
             throw RouteError.unsupported(device: device.name, what: "be reached over \(via) (it has \(device.protocols.joined(separator: ", ")))")
         }

@@ -11,7 +11,16 @@ public enum DeviceLookup {
     /// The device `query` names through a router whose discovery runs: by address (a listed device's, else asked
     /// directly), This computer, or by name, waiting up to `timeout` seconds for it to be found and then for its other
     /// routes (`settled`).
-    public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
+    /// With `via`, a device found by name is awaited (within `timeout`) until it has a route of that protocol: a
+    /// plugin's route to a merged device comes after the built-in ones.
+    public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double,
+                            via: String? = nil) async throws -> MediaDevice {
+        let found = try await find(query, router: router, providers: providers, timeout: timeout)
+        guard let via, !found.routes.contains(where: { $0.isReached(via: via) }) else { return found }
+        return await router.settled(found, within: .milliseconds(Int(timeout * 1000))) { $0.routes.contains { $0.isReached(via: via) } }
+    }
+
+    private static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double) async throws -> MediaDevice {
         if looksLikeAddress(query) {
             // The address of a listed device's route is that device, with its id and all its routes; asked directly,
             // it would be a device of its own, named after the address, that no list has.

@@ -65,6 +65,11 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
 }
 
 extension MediaRoute {
+    /// Whether `--via NAME` names this route: its protocol (`AirPlay`) or its provider (`airplay`), in any case.
+    public func isReached(via name: String) -> Bool {
+        protocolName.caseInsensitiveCompare(name) == .orderedSame || provider.caseInsensitiveCompare(name) == .orderedSame
+    }
+
     /// JSON with the identities in order (a set has none of its own: two runs would print them differently).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)

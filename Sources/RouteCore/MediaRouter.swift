@@ -195,13 +195,19 @@ public actor MediaRouter {
     /// fewer than two are asked for.
     /// Discovery must be running.
     public nonisolated func settled(_ device: MediaDevice, waitingFor providers: Set<String>, within window: Duration) async -> MediaDevice {
-        func complete(_ device: MediaDevice) -> Bool { providers.isSubset(of: Set(device.routes.map(\.provider))) }
         let ids = Set(device.routes.map(\.id))
         // A device listed for a while has had its moment: a warm service answers at once.
         let known = table.age(ofOldest: ids) ?? .zero
-        guard providers.count > 1, !complete(device), known < window else {
-            return devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
-        }
+        guard providers.count > 1, known < window else { return current(device) }
+        return await settled(device, within: window - known) { providers.isSubset(of: Set($0.routes.map(\.provider))) }
+    }
+
+    /// `device` as listed once `complete` holds for it (it gained the routes wanted), or as it is after `window`.
+    /// Discovery must be running.
+    public nonisolated func settled(_ device: MediaDevice, within window: Duration,
+                                    until complete: @escaping @Sendable (MediaDevice) -> Bool) async -> MediaDevice {
+        let ids = Set(device.routes.map(\.id))
+        guard !complete(device) else { return current(device) }
         let updates = deviceUpdates()
         let latest = await withTaskGroup(of: MediaDevice?.self) { group -> MediaDevice? in
             group.addTask {
@@ -214,14 +220,20 @@ public actor MediaRouter {
                 return latest
             }
             group.addTask {
-                try? await Task.sleep(for: window - known)
+                try? await Task.sleep(for: window)
                 return nil
             }
             let first = await group.next() ?? nil
             group.cancelAll()
             return first
         }
-        return latest ?? devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
+        return latest ?? current(device)
+    }
+
+    /// The device as listed now (a route of it may have joined another's), else as it was.
+    private nonisolated func current(_ device: MediaDevice) -> MediaDevice {
+        let ids = Set(device.routes.map(\.id))
+        return devices.first { !ids.isDisjoint(with: $0.routes.map(\.id)) } ?? device
     }
 
     /// Asks each provider in turn for the device at `address`, without discovery. A bare IP address is tried at

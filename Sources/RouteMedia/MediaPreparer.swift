@@ -33,7 +33,7 @@ public final class MediaPreparer: Sendable {
     /// The routes this preparer may use, preferred first.
     private var routes: [MediaRoute] {
         guard let via else { return device.routes }
-        return device.routes.filter { $0.protocolName == via || $0.provider == via }
+        return device.routes.filter { $0.isReached(via: via) }
     }
 
     /// The route for `info` and how the file goes there: the route that plays it with the least

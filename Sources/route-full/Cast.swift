@@ -97,7 +97,7 @@ enum DeviceChoice {
             guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let timeout = try CommonOptions.timeout(parsed)
             let device = try await router.discovering {
-                try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout)
+                try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: parsed["via"])
             }
             CastTerminal.sayMeaning(of: query, device)
             return device
