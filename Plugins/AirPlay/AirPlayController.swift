@@ -135,9 +135,36 @@ final class AirPlayController: RouteController {
             _ = current.streamer.pause()
             try await flush(current)
         }
+        let first = current.streamer.next.timestamp
         current.streamer.start(source, at: 0)
         if !autoplay { try await pause() }
         report()
+        // What it is, for the receiver's display: a receiver that shows nothing of it still plays it.
+        do {
+            try await tell(current, about: media, from: first)
+        } catch {
+            log(.debug, "\(route.name) took no metadata: \(error)")
+        }
+    }
+
+    /// Sends the item's title, artist and album (DMAP), its length as AirPlay's progress, and its artwork.
+    private func tell(_ current: Session, about media: MediaItem, from first: UInt32) async throws {
+        let info = [("RTP-Info", "rtptime=\(first)")]
+        let tags = RAOPPackets.dmapItem(title: media.title, artist: media.artist, album: media.album)
+        let end = media.duration.map { first &+ UInt32(min($0, 86400) * Double(PCMSource.sampleRate)) } ?? first
+        var fetched: Artwork?
+        if let url = media.artworkURL { fetched = try await rtsp { try Artwork.fetch(url) } }
+        let artwork = fetched
+        try await rtsp { [name = route.name] in
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: tags, contentType: "application/x-dmap-tagged"),
+                           "SET_PARAMETER metadata", device: name)
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data("progress: \(first)/\(first)/\(end)\r\n".utf8),
+                                                    contentType: "text/parameters"), "SET_PARAMETER progress", device: name)
+            if let artwork {
+                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: artwork.data, contentType: artwork.mimeType),
+                               "SET_PARAMETER artwork", device: name)
+            }
+        }
     }
 
     func play() async throws {

@@ -70,6 +70,18 @@ enum RAOPPackets {
         return (UInt16(bytes[4]) << 8 | UInt16(bytes[5]), UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
     }
 
+    /// DMAP's `mlit` item with `minm` (title), `asar` (artist) and `asal` (album), as AirPlay senders describe a track:
+    /// each a four-letter tag, a big-endian length and UTF-8.
+    static func dmapItem(title: String?, artist: String?, album: String?) -> Data {
+        func tag(_ code: String, _ value: Data) -> Data {
+            var item = Data(code.utf8)
+            item.appendBig(UInt32(value.count))
+            return item + value
+        }
+        let fields = [("minm", title), ("asar", artist), ("asal", album)].compactMap { code, text in text.map { tag(code, Data($0.utf8)) } }
+        return tag("mlit", fields.reduce(Data(), +))
+    }
+
     /// A packet sent again, wrapped as the receiver expects.
     static func resentPacket(_ original: Data) -> Data {
         var packet = Data([0x80, 0x80 | resent, 0x00, 0x01])

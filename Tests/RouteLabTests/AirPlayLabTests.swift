@@ -88,6 +88,30 @@ extension LabTests {
             }
         }
 
+        @Test func theReceiverIsToldTheTitleArtistAlbumLengthAndCover() async throws {
+            try await withReceiver { sandbox in
+                // A folder of one tagged MP3 and its cover.jpg.
+                let album = sandbox.root + "/album", song = album + "/tune.mp3"
+                try FileManager.default.createDirectory(atPath: album, withIntermediateDirectories: true)
+                try await Fixtures.gst("audiotestsrc num-buffers=150 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! audioconvert "
+                    + "! taginject tags=\"title=Tune,artist=Band,album=Record\" ! lamemp3enc ! id3v2mux ! filesink location=OUT", to: song)
+                try await Fixtures.gst("videotestsrc num-buffers=1 ! video/x-raw,width=64,height=64 ! jpegenc ! filesink location=OUT",
+                                       to: album + "/cover.jpg")
+                let metadata = try AirPlayMetadata.listen()
+                defer { metadata.stop() }
+                let result = try await sandbox.run(["cast", album, "--to", Self.name], environment: Self.airplay, timeout: 20)
+                #expect(result.status == 0, "\(result)")
+                let told = metadata.items()
+                #expect(told["minm"].map { String(decoding: $0, as: UTF8.self) } == "Tune", "\(told.keys.sorted())")
+                #expect(told["asar"].map { String(decoding: $0, as: UTF8.self) } == "Band")
+                #expect(told["asal"].map { String(decoding: $0, as: UTF8.self) } == "Record")
+                #expect(told["PICT"]?.starts(with: [0xFF, 0xD8]) == true, "the cover, a JPEG")
+                // start/current/end in RTP time: three seconds long.
+                let progress = try #require(told["prgr"].map { String(decoding: $0, as: UTF8.self) }.map { $0.split(separator: "/").compactMap { Double($0) } })
+                #expect(progress.count == 3 && abs((progress[2] - progress[0]) / 44100 - 3) < 0.1, "\(progress)")
+            }
+        }
+
         @Test func aReceiverThatWantsAPasswordPlaysWithTheOneThePersonGaveIt() async throws {
             try Lab.control("start-airplay", "--port", "5010", "--name", "Lab AirPlay Locked", "--password", "secret")
             defer { try? Lab.control("stop-airplay", "--port", "5010") }
@@ -205,4 +229,67 @@ struct AirPlayOutput {
 private extension Int {
     /// A count of 10 ms windows in seconds.
     var asSeconds: Double { Double(self) / 100 }
+}
+
+/// What shairport-sync says it was told (its metadata pipe), read from before a cast until `stop()`: the pipe is
+/// held open for reading (without blocking), so that the receiver writes to it, and drained when asked.
+final class AirPlayMetadata: @unchecked Sendable {
+    // Safety: used by one test at a time.
+    private let fd: Int32
+    private var text = ""
+
+    /// Opens the lab receiver's metadata pipe for reading.
+    static func listen(_ pipe: String = "airplay.metadata") throws -> AirPlayMetadata {
+        guard let state = ProcessInfo.processInfo.environment["ROUTE_LAB_STATE"] else { throw ToolFailed(description: "not in the lab") }
+        return try AirPlayMetadata(pipe: state + "/" + pipe)
+    }
+
+    private init(pipe: String) throws {
+        fd = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw ToolFailed(description: "cannot open \(pipe): \(String(cString: strerror(errno)))") }
+    }
+
+    func stop() { close(fd) }
+
+    /// Reads what the pipe holds now.
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { return }
+            text += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+    }
+
+    /// The items told so far, by their four-letter code (the last of each), with their data.
+    func items() -> [String: Data] {
+        drain()
+        var items: [String: Data] = [:]
+        for chunk in text.components(separatedBy: "<item>").dropFirst() {
+            guard let codeStart = chunk.range(of: "<code>"), let codeEnd = chunk.range(of: "</code>"),
+                  let code = Data(hex: String(chunk[codeStart.upperBound..<codeEnd.lowerBound])) else { continue }
+            var data = Data()
+            if let start = chunk.range(of: "<data encoding=\"base64\">"), let end = chunk.range(of: "</data>") {
+                data = Data(base64Encoded: chunk[start.upperBound..<end.lowerBound].filter { !$0.isWhitespace }) ?? Data()
+            }
+            items[String(decoding: code, as: UTF8.self)] = data
+        }
+        return items
+    }
+}
+
+private extension Data {
+    /// Bytes from hex digits (`6d696e6d`).
+    init?(hex: String) {
+        guard hex.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
+    }
 }
