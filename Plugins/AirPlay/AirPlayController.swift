@@ -336,6 +336,7 @@ final class AirPlayController: RouteController {
         let level = volume.withLock { $0 }
         guard level.level != nil || level.muted else { return }
         let decibels = level.muted || level.level == 0 ? -144 : -30 + 30 * (level.level ?? 1)
+        log(.debug, "\(route.name): volume \(decibels) dB")
         try await rtsp { [name = route.name] in
             try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(String(format: "volume: %.6f\r\n", decibels).utf8),
                                                     contentType: "text/parameters"), "SET_PARAMETER volume", device: name)

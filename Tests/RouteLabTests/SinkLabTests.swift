@@ -185,6 +185,26 @@ extension LabTests {
             }
         }
 
+        @Test func anAirPlayReceiverPlaysTheSinkThroughItsPlugin() async throws {
+            try? Lab.control("stop-airplay")
+            try Lab.control("start-airplay")
+            defer { try? Lab.control("stop-airplay") }
+            try await withSound("pipewire") {
+                try await inSandbox { sandbox in
+                    let (sink, name) = try await startSink(sandbox, ["--to", "Lab AirPlay"], providers: "airplay")
+                    let player = try Self.noise(into: name)
+                    defer { Self.stop(player) }
+                    try await Lab.until("shairport-sync plays what the desktop plays", within: 20) { try AirPlayOutput.read().heardSeconds > 2 }
+                    // The receiver starts at its own volume (shairport-sync's -18 dB); the sink's volume becomes the
+                    // receiver's: 90 % is -3 dB on AirPlay's scale, far louder.
+                    let before = try AirPlayOutput.read().level(ofLast: 0.5)
+                    _ = try Self.pactl("set-sink-volume", name, "90%")
+                    try await Lab.until("the receiver is louder", within: 10) { try AirPlayOutput.read().level(ofLast: 0.3) > 4 * before }
+                    await Self.interrupt(sink)
+                }
+            }
+        }
+
         @Test func thisComputerAndAMissingSoundServerAreRefusedWithALine() async throws {
             try await inSandbox { sandbox in
                 let local = try await sandbox.run(["sink", "--to", "This computer"], environment: Self.soundEnvironment, timeout: 20)
