@@ -1,5 +1,5 @@
 // MoveLabTests: `route move` through the route service — a cast moved from the DLNA renderer to the Cast receiver, on to
-// This computer and back, each device's own account the judge (SOAP, the receiver's reports, the session's object): the
+// This computer and back, and to an AirPlay receiver and back, each device's own account the judge (SOAP, the receiver's reports, the session's object): the
 // position carried, the old device stopped, the same MPRIS player naming the new device; and the faults: a device that
 // cannot be reached (the cast plays on where it was), nothing to move, a device that plays it already.
 //
@@ -43,6 +43,53 @@ extension LabTests {
         /// The receiver's media reports since `count` of its reports.
         private func receiverMedia(after count: Int) -> [[String: Any]] {
             CastReceiverLab.events().dropFirst(count).filter { $0["event"] as? String == "media" }
+        }
+
+        @Test func aCastMovesFromTheRendererToAnAirPlayReceiverAndBack() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-renderer")
+            try? Lab.control("stop-airplay")
+            try Lab.control("start-airplay")
+            defer { try? Lab.control("stop-airplay") }
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    // Ten seconds at 440 Hz, then 1760 Hz: where the receiver starts is heard in the pitch.
+                    let wav = sandbox.root + "/two tones.wav"
+                    try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
+                        + "audiotestsrc freq=440 num-buffers=500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
+                        + "audiotestsrc freq=1760 num-buffers=2500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: wav)
+                    let service = try await sandbox.startService(["--providers", "upnp,airplay"], on: bus)
+                    let environment = bus.environment.merging(client) { $1 }
+                    try await Lab.until("the service lists both", within: 12) {
+                        let devices = try gdbus(bus, "/io/github/route/Route1", "org.freedesktop.DBus.Properties.Get",
+                                                ["io.github.route.Route1.Manager", "Devices"]).text
+                        return devices.contains("'\(Lab.rendererName)'") && devices.contains("'Lab AirPlay'")
+                    }
+                    let cast = try await sandbox.run(["cast", wav, "--to", Lab.rendererName, "--detach"], environment: environment)
+                    #expect(cast.status == 0, "\(cast)")
+                    try await Lab.until("the renderer has played 11 s", within: 20) { try Lab.position() >= 11 }
+
+                    // Renderer → AirPlay: the receiver plays on from there (the high tone), the renderer stops.
+                    let toAirPlay = try await sandbox.run(["move", "--to", "Lab AirPlay"], environment: environment)
+                    #expect(toAirPlay.status == 0, "\(toAirPlay)")
+                    try await Lab.until("shairport-sync plays on from where the renderer was", within: 10) {
+                        let output = try AirPlayOutput.read()
+                        return output.heardSeconds > 1 && output.pitch(ofLast: 0.2) > 1500
+                    }
+                    try await Lab.until("the renderer is stopped", within: 5) { try Lab.transportState() == "STOPPED" }
+
+                    // AirPlay → the renderer: it plays again, and the receiver goes quiet.
+                    let back = try await sandbox.run(["move", "--to", Lab.rendererName, "--from", "Lab AirPlay"], environment: environment)
+                    #expect(back.status == 0, "\(back)")
+                    try await Lab.until("the renderer plays again", within: 10) { try Lab.transportState() == "PLAYING" && Lab.position() >= 12 }
+                    let heard = try AirPlayOutput.read().heardSeconds
+                    try await Task.sleep(for: .seconds(1.5))
+                    #expect(try AirPlayOutput.read().heardSeconds - heard < 0.6, "the receiver stopped (what it held plays out)")
+                    #expect(try await sandbox.run(["stop", "--to", Lab.rendererName], environment: environment).status == 0)
+                    service.signal(SIGTERM)
+                    _ = await service.finish(within: 10)
+                }
+            }
         }
 
         @Test func aCastMovesFromTheRendererToTheReceiverToThisComputerAndBackWithItsPosition() async throws {
