@@ -258,6 +258,7 @@ final class AirPlayController: RouteController {
             let dacp = String(format: "%016llX", UInt64.random(in: 0...UInt64.max))
             rtsp.common = [("DACP-ID", dacp), ("Active-Remote", String(UInt32.random(in: 0...UInt32.max))), ("Client-Instance", dacp)]
             var options = try rtsp.request("OPTIONS", "*")
+            try Self.refusePairing(options, device: name)
             if options.status == 401 {
                 try Self.authorize(rtsp, challenge: options.headers["www-authenticate"] ?? "", receiver: receiver)
                 options = try rtsp.request("OPTIONS", "*")
@@ -272,6 +273,7 @@ final class AirPlayController: RouteController {
             var cipher: RAOPCipher? = try RAOPCipher()
             var announced = try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host, cipher: cipher).utf8),
                                              contentType: "application/sdp")
+            try Self.refusePairing(announced, device: name)
             if announced.status != 200 {
                 log(.debug, "\(name) refused encrypted audio (\(announced.status)); sending it clear")
                 cipher = nil
@@ -355,6 +357,14 @@ final class AirPlayController: RouteController {
                 throw RouteError.deviceUnreachable(device: self.route.name, reason: error.description)
             }
         }
+    }
+
+    /// Throws when the receiver takes only senders paired with it: AirPlay 2's pairing (HomePods and Apple TVs set to
+    /// "require pairing" or "only people sharing this home" answer 470 Connection Authorization Required, or 403).
+    private static func refusePairing(_ response: RTSPResponse, device: String) throws {
+        guard [403, 470].contains(response.status) else { return }
+        throw RouteError.unusableDevice(device: device, reason: "it plays only for senders paired with it (AirPlay 2's pairing, "
+            + "answered \(response.status)), which route does not do; allow everyone to AirPlay to it in its settings")
     }
 
     /// Throws unless `response` is a 200.
