@@ -70,17 +70,36 @@ final class AirPlayController: RouteController {
                     try await Task.sleep(for: .milliseconds(500))
                 }
             }
+            group.addTask {
+                // A receiver unplugged or hung closes nothing: it is asked every two seconds whether it is there.
+                while true {
+                    try await Task.sleep(for: .seconds(2))
+                    guard let current = self.session.withLock({ $0 }) else { continue }
+                    do {
+                        _ = try await self.rtsp { try current.rtsp.request("OPTIONS", "*") }
+                    } catch is CancellationError {
+                        throw CancellationError()
+                    } catch {
+                        throw self.end(current, because: "it stopped answering (\(error))")
+                    }
+                }
+            }
             try await group.next()
             group.cancelAll()
         }
     }
 
-    /// The error that ends the session when the receiver has closed its connection (it quit or was killed), after a
-    /// final status that says so; nil while it holds.
+    /// The error that ends the session when the receiver has closed its connection (it quit or was killed); nil while
+    /// it holds.
     private func lost() -> RouteError? {
         guard let current = session.withLock({ $0 }), current.rtsp.closedByPeer else { return nil }
+        return end(current, because: "it closed its AirPlay connection (it quit or restarted)")
+    }
+
+    /// Ends the session on a receiver that is gone: the streamer stops, a final status says why, and the error is
+    /// what `run()` throws.
+    private func end(_ current: Session, because reason: String) -> RouteError {
         current.streamer.close()
-        let reason = "it closed its AirPlay connection (it quit or restarted)"
         let status = item.withLock { item -> PlaybackStatus? in
             guard var playing = item, !playing.final else { return nil }
             playing.final = true

@@ -208,6 +208,19 @@ extension LabTests {
             }
         }
 
+        @Test func aReceiverThatHangsMidCastEndsTheCastWithAnError() async throws {
+            try await withReceiver { sandbox in
+                let wav = try await sandbox.wav("song.wav", seconds: 30)
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: Self.airplay)
+                try await Lab.until("it is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 0.5 }
+                // Frozen, as one unplugged or hung: no connection closes; it stops answering.
+                try Lab.control("stop-airplay", "--freeze")
+                let result = await casting.finish(within: 15)
+                #expect(result.status != 0 && !result.signaled && result.stderr.contains("stopped answering"), "\(result)")
+                #expect(result.elapsed < .seconds(25), "told within ten seconds or so of the hang")
+            }
+        }
+
         /// Runs `body` with the lab's receiver started afresh (its output file empty) and stopped after.
         private func withReceiver(_ body: (Sandbox) async throws -> Void) async throws {
             try? Lab.control("stop-airplay")
