@@ -195,11 +195,13 @@ extension LabTests {
                     let player = try Self.noise(into: name)
                     defer { Self.stop(player) }
                     try await Lab.until("shairport-sync plays what the desktop plays", within: 20) { try AirPlayOutput.read().heardSeconds > 2 }
-                    // The receiver starts at its own volume (shairport-sync's -18 dB); the sink's volume becomes the
-                    // receiver's: 90 % is -3 dB on AirPlay's scale, far louder.
-                    let before = try AirPlayOutput.read().level(ofLast: 0.5)
-                    _ = try Self.pactl("set-sink-volume", name, "90%")
-                    try await Lab.until("the receiver is louder", within: 10) { try AirPlayOutput.read().level(ofLast: 0.3) > 4 * before }
+                    // The sink's volume is the receiver's (AirPlay's scale: 0 dB at 100 %, -21 dB at 30 %): a person's
+                    // change is heard both ways. (The receiver starts at its own, shairport-sync's -18 dB: quiet.)
+                    _ = try Self.pactl("set-sink-volume", name, "100%")
+                    _ = try Self.pactl("set-sink-volume", name, "99%")
+                    try await Lab.until("the receiver is loud", within: 10) { try AirPlayOutput.read().level(ofLast: 0.3) > 3000 }
+                    _ = try Self.pactl("set-sink-volume", name, "30%")
+                    try await Lab.until("the receiver is quiet", within: 10) { try AirPlayOutput.read().level(ofLast: 0.3) < 1000 }
                     await Self.interrupt(sink)
                 }
             }
