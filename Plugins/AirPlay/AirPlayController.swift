@@ -12,8 +12,9 @@ final class AirPlayController: RouteController {
     private let receiver: RAOPService
     private let log: RouteLog
     private let statuses = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
-    /// RTSP calls, one at a time, off the cooperative pool.
-    private let rtspThread = BlockingThreads(name: "route-airplay-rtsp", count: 1)
+    /// RTSP calls and other blocking work (GStreamer's set-up, an artwork fetch), off the cooperative pool; shared by
+    /// every session of the plugin (a connection makes its requests one at a time itself).
+    private static let rtspThreads = BlockingThreads(name: "route-airplay-rtsp", count: 4)
     private let session = Mutex<Session?>(nil)
     private let item = Mutex<Item?>(nil)
     private let volume = Mutex(Volume())
@@ -25,7 +26,7 @@ final class AirPlayController: RouteController {
 
     /// The RTSP connection and the streamer of a set-up session.
     private struct Session: @unchecked Sendable {
-        // Safety: `rtsp` makes requests only on `rtspThread`; `closedByPeer` only peeks.
+        // Safety: RTSPConnection serializes its requests; `closedByPeer` only peeks.
         let rtsp: RTSPConnection
         let streamer: RAOPStreamer
         let uri: String
@@ -46,6 +47,8 @@ final class AirPlayController: RouteController {
     private struct Volume {
         var level: Double?
         var muted = false
+        /// What an unmute restores when route never set a level: -18 dB, what receivers assume of a silent sender.
+        static let assumed = 0.4
     }
 
     init(route: MediaRoute, receiver: RAOPService, log: RouteLog) {
@@ -149,11 +152,12 @@ final class AirPlayController: RouteController {
     func load(_ media: MediaItem, autoplay: Bool) async throws {
         let current = try await setUp()
         let source = try await rtsp { try PCMSource(url: media.url) }
-        item.withLock { $0 = Item(url: media.url, title: media.title, duration: media.duration, paused: !autoplay) }
-        if current.streamer.progress().position > 0 || item.withLock({ $0 != nil }) {
+        // What an earlier item left in the receiver goes first.
+        if item.withLock({ $0 != nil }) {
             _ = current.streamer.pause()
             try await flush(current)
         }
+        item.withLock { $0 = Item(url: media.url, title: media.title, duration: media.duration, paused: !autoplay) }
         let first = current.streamer.next.timestamp
         current.streamer.start(source, at: 0)
         if !autoplay { try await pause() }
@@ -188,8 +192,13 @@ final class AirPlayController: RouteController {
 
     func play() async throws {
         let current = try requireSession()
+        guard !current.streamer.isSending else { return }
+        let (live, over) = item.withLock { ($0?.duration == nil, $0?.final ?? true) }
+        if over { throw RouteError.commandFailed(device: route.name, command: "play", reason: "nothing is loaded") }
         let position = current.streamer.progress().position
-        try current.streamer.reposition(to: position)
+        // What was sent and not heard was flushed: it is decoded again from where it was heard. A live stream
+        // cannot go back, and goes on.
+        if !live { try await rtsp { try current.streamer.reposition(to: position) } }
         item.withLock { $0?.paused = false }
         current.streamer.resume(from: position)
         report()
@@ -205,10 +214,17 @@ final class AirPlayController: RouteController {
 
     func seek(to seconds: Double) async throws {
         let current = try requireSession()
-        _ = current.streamer.pause()
+        let position = current.streamer.pause()
+        let playing = item.withLock { $0?.paused } == false
         try await flush(current)
-        try current.streamer.reposition(to: seconds)
-        if item.withLock({ $0?.paused }) == false {
+        do {
+            try await rtsp { try current.streamer.reposition(to: seconds) }
+        } catch {
+            // It cannot go there: it goes on from where it was.
+            if playing { current.streamer.resume(from: position) }
+            throw error
+        }
+        if playing {
             current.streamer.resume(from: seconds)
         } else {
             current.streamer.hold(at: seconds)
@@ -238,8 +254,11 @@ final class AirPlayController: RouteController {
     }
 
     func setMuted(_ muted: Bool) async throws {
-        volume.withLock { $0.muted = muted }
-        try await sendVolume()
+        let unmuting = volume.withLock { volume -> Bool in
+            defer { volume.muted = muted }
+            return volume.muted && !muted
+        }
+        try await sendVolume(unmuting: unmuting)
     }
 
     func setNext(_ item: MediaItem) async throws -> Bool { false }
@@ -252,8 +271,8 @@ final class AirPlayController: RouteController {
             return session
         }
         if let current {
-            _ = try? await rtsp { try current.rtsp.request("TEARDOWN", current.uri) }
             current.streamer.close()
+            _ = try? await rtsp { try current.rtsp.request("TEARDOWN", current.uri) }
         }
         streamerReady.finish()
         statuses.finish()
@@ -293,7 +312,10 @@ final class AirPlayController: RouteController {
             var announced = try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host, cipher: cipher).utf8),
                                              contentType: "application/sdp")
             try Self.refusePairing(announced, device: name)
-            if announced.status != 200 {
+            if announced.status == 453 {
+                throw RouteError.unusableDevice(device: name, reason: "it is playing another sender's audio, and takes none while it does")
+            }
+            if announced.status != 200, announced.status != 401 {
                 log(.debug, "\(name) refused encrypted audio (\(announced.status)); sending it clear")
                 cipher = nil
                 announced = try rtsp.request("ANNOUNCE", uri, body: Data(Self.sdp(local: rtsp.localAddress, remote: receiver.host, cipher: nil).utf8),
@@ -302,16 +324,23 @@ final class AirPlayController: RouteController {
             try Self.check(announced, "ANNOUNCE", device: name)
             log(.debug, "\(name): ANNOUNCE taken, audio \(cipher == nil ? "clear" : "encrypted (AES, the key RSA-wrapped)")")
             let sockets = try RAOPStreamer.openSockets(localAddress: rtsp.localAddress)
-            let setup = try rtsp.request("SETUP", uri, headers: [("Transport",
-                "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(sockets.controlPort);timing_port=\(sockets.timingPort)")])
-            try Self.check(setup, "SETUP", device: name)
-            let transport = Self.transport(setup.headers["transport"] ?? "")
-            guard let server = transport["server_port"].flatMap(UInt16.init), let control = transport["control_port"].flatMap(UInt16.init) else {
-                throw RouteError.deviceUnreachable(device: name, reason: "its SETUP answer names no ports (\(setup.headers["transport"] ?? "none"))")
-            }
-            if let id = setup.headers["session"] { rtsp.common.append(("Session", id)) }
-            let streamer = RAOPStreamer(sockets: sockets, receiver: .init(host: receiver.host, audioPort: server, controlPort: control),
+            let streamer: RAOPStreamer
+            do {
+                let setup = try rtsp.request("SETUP", uri, headers: [("Transport",
+                    "RTP/AVP/UDP;unicast;interleaved=0-1;mode=record;control_port=\(sockets.controlPort);timing_port=\(sockets.timingPort)")])
+                try Self.check(setup, "SETUP", device: name)
+                let transport = Self.transport(setup.headers["transport"] ?? "")
+                guard let server = transport["server_port"].flatMap(UInt16.init), let control = transport["control_port"].flatMap(UInt16.init) else {
+                    throw RouteError.deviceUnreachable(device: name, reason: "its SETUP answer names no ports (\(setup.headers["transport"] ?? "none"))")
+                }
+                if let id = setup.headers["session"] { rtsp.common.append(("Session", id)) }
+                streamer = RAOPStreamer(sockets: sockets, receiver: .init(host: receiver.host, audioPort: server, controlPort: control,
+                                                                          timingPort: transport["timing_port"].flatMap(UInt16.init)),
                                         latency: Self.latency, cipher: cipher)
+            } catch {
+                sockets.close()
+                throw error
+            }
             let next = streamer.next
             try Self.check(try rtsp.request("RECORD", uri, headers: [("Range", "npt=0-"), ("RTP-Info", "seq=\(next.sequence);rtptime=\(next.timestamp)")]),
                            "RECORD", device: name)
@@ -352,11 +381,11 @@ final class AirPlayController: RouteController {
     }
 
     /// The volume, on AirPlay's scale: -30 dB (quietest) to 0 dB, and -144 for silence; nothing until route set one.
-    private func sendVolume() async throws {
+    private func sendVolume(unmuting: Bool = false) async throws {
         guard let current = session.withLock({ $0 }) else { return }
         let level = volume.withLock { $0 }
-        guard level.level != nil || level.muted else { return }
-        let decibels = level.muted || level.level == 0 ? -144 : -30 + 30 * (level.level ?? 1)
+        guard level.level != nil || level.muted || unmuting else { return }
+        let decibels = level.muted || level.level == 0 ? -144 : -30 + 30 * (level.level ?? Volume.assumed)
         log(.debug, "\(route.name): volume \(decibels) dB")
         try await rtsp { [name = route.name] in
             try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(String(format: "volume: %.6f\r\n", decibels).utf8),
@@ -367,13 +396,16 @@ final class AirPlayController: RouteController {
 
     /// Runs `body` on the RTSP thread, within 15 s.
     private func rtsp<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await rtspThread.run(timeout: .seconds(15), timedOut: { [name = route.name] in
-            RouteError.deviceUnreachable(device: name, reason: "its RTSP connection did not answer within 15 s")
+        // Within the host's 10 s for a command: a receiver's request has 5 s, and one may wait behind another.
+        try await Self.rtspThreads.run(timeout: .seconds(8), timedOut: { [name = route.name] in
+            RouteError.deviceUnreachable(device: name, reason: "its RTSP connection did not answer within 8 s")
         }) {
             do {
                 return try body()
             } catch let error as RTSPError {
                 throw RouteError.deviceUnreachable(device: self.route.name, reason: error.description)
+            } catch let error as LocalFailure {
+                throw RouteError.commandFailed(device: self.route.name, command: "AirPlay", reason: error.description)
             }
         }
     }

@@ -16,15 +16,15 @@ enum AirPlayPasswords {
     }
 
     /// The password for `receiver`, if the file names it.
-    /// - Throws: `RTSPError` when the file can be read by others than its owner (route then uses none of it).
+    /// - Throws: `LocalFailure` when the file can be read by others than its owner (route then uses none of it).
     static func password(for receiver: RAOPService) throws -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        guard info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
-            throw RTSPError(description: "\(path) may be read by others: make it yours alone (chmod 600 \(path))")
-        }
+        guard info.st_uid == getuid() else { throw LocalFailure(description: "\(path) is not yours: route uses only a file of your own") }
+        guard info.st_mode & 0o077 == 0 else { throw LocalFailure(description: "\(path) may be read by others: make it yours alone (chmod 600 \(path))") }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        return entries(text)[receiver.name] ?? entries(text)[receiver.mac]
+        let entries = entries(text)
+        return entries[receiver.name] ?? entries.first { $0.key.lowercased() == receiver.mac }?.value
     }
 
     /// The file's `NAME = PASSWORD` lines (blank lines and comments skipped; spaces around both trimmed).

@@ -93,12 +93,6 @@ struct RAOPService: Sendable, Hashable {
         return (pairs.joined(separator: ":"), name)
     }
 
-    /// The TXT values of `key`, split at commas (`cn=0,1` → ["0", "1"]).
-    func values(_ key: String) -> [String] { (txt[key] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-
-    /// Whether it asks for a password (`pw=true`).
-    var wantsPassword: Bool { ["true", "1"].contains(txt["pw"]?.lowercased() ?? "") }
-
     /// Its route; `sharesMAC`: another receiver announces the same MAC (instances on one host), which then
     /// identifies neither. It takes any audio (the plugin decodes it), and only audio: a video goes to a merged device's
     /// DLNA or Cast route, and among routes that take a file as it is, the built-in ones come first.

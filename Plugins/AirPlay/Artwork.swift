@@ -15,13 +15,13 @@ struct Artwork: Sendable {
 
     /// The picture at `url` (route's own served artwork), or nil when it is not a JPEG or PNG of at most 1 MiB.
     /// Blocking, at most 5 s.
-    /// - Throws: `RTSPError` when GStreamer cannot build the fetch.
+    /// - Throws: `LocalFailure` when GStreamer cannot build the fetch.
     static func fetch(_ url: String) throws -> Artwork? {
         gst_init(nil, nil)
         var error: UnsafeMutablePointer<GError>?
         guard let pipeline = gst_parse_launch("souphttpsrc name=route_src timeout=5 ! appsink name=route_sink sync=false", &error), error == nil else {
             if let error { g_error_free(error) }
-            throw RTSPError(description: "GStreamer cannot fetch artwork")
+            throw LocalFailure(description: "GStreamer cannot fetch artwork")
         }
         defer {
             gst_element_set_state(pipeline, GST_STATE_NULL)

@@ -21,7 +21,7 @@ final class PCMSource: @unchecked Sendable {
     private(set) var ended = false
 
     /// Starts decoding `url`.
-    /// - Throws: `RTSPError` when GStreamer cannot build the pipeline.
+    /// - Throws: `LocalFailure` when GStreamer cannot build the pipeline.
     init(url: String) throws {
         gst_init(nil, nil)
         let description = "uridecodebin name=route_src ! audioconvert ! audioresample ! "
@@ -31,12 +31,12 @@ final class PCMSource: @unchecked Sendable {
         guard let pipeline = gst_parse_launch(description, &error), error == nil else {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
             if let error { g_error_free(error) }
-            throw RTSPError(description: "GStreamer cannot decode for AirPlay: \(message)")
+            throw LocalFailure(description: "GStreamer cannot decode for AirPlay: \(message)")
         }
         let bin = UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self)
         guard let source = gst_bin_get_by_name(bin, "route_src"), let sink = gst_bin_get_by_name(bin, "route_sink") else {
             gst_object_unref(pipeline)
-            throw RTSPError(description: "GStreamer's decoding pipeline lacks its elements")
+            throw LocalFailure(description: "GStreamer's decoding pipeline lacks its elements")
         }
         route_object_set_string(source, "uri", url)
         gst_object_unref(source)
@@ -51,14 +51,15 @@ final class PCMSource: @unchecked Sendable {
         gst_object_unref(pipeline)
     }
 
-    /// The next packet's samples (352 frames; the last one may be shorter, padded with silence by the caller), nil
-    /// at the end. Waits at most `timeout` seconds for the decoder.
-    /// - Throws: `RTSPError` with GStreamer's words when decoding fails or stalls.
+    /// The next packet's samples (352 frames; the last one may be shorter), nil at the end. Waits at most `timeout`
+    /// seconds for the decoder, looking at GStreamer's messages every 0.2 s (a URL that fails fails at once).
+    /// - Throws: `LocalFailure` with GStreamer's words when decoding fails or stalls.
     func nextPacket(timeout: Double = 10) throws -> Data? {
         let size = Self.framesPerPacket * Self.bytesPerFrame
+        let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while pending.count < size, !ended {
-            let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
-            if let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(timeout * 1e9)) {
+            if let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(0.2e9)) {
                 defer { gst_sample_unref(sample) }
                 if let buffer = gst_sample_get_buffer(sample) {
                     var map = GstMapInfo()
@@ -69,8 +70,10 @@ final class PCMSource: @unchecked Sendable {
                 }
             } else if gst_app_sink_is_eos(appsink) != 0 {
                 ended = true
-            } else {
-                throw RTSPError(description: failure() ?? "the media did not decode within \(Int(timeout)) s")
+            }
+            if let failure = failure() { throw LocalFailure(description: failure) }
+            if pending.count < size, !ended, ContinuousClock.now >= deadline {
+                throw LocalFailure(description: "the media did not decode within \(Int(timeout)) s")
             }
         }
         guard !pending.isEmpty else { return nil }
@@ -80,13 +83,13 @@ final class PCMSource: @unchecked Sendable {
     }
 
     /// Jumps to `seconds` from the start; what was decoded before is dropped.
-    /// - Throws: `RTSPError` when the media cannot seek.
+    /// - Throws: `LocalFailure` when the media cannot seek.
     func seek(to seconds: Double) throws {
         pending = Data()
         ended = false
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
         guard gst_element_seek_simple(pipeline, GST_FORMAT_TIME, flags, gint64(seconds * 1e9)) != 0 else {
-            throw RTSPError(description: "the media cannot seek to \(seconds) s")
+            throw LocalFailure(description: "the media cannot seek to \(seconds) s")
         }
     }
 
@@ -97,15 +100,19 @@ final class PCMSource: @unchecked Sendable {
         return Double(nanoseconds) / 1e9
     }
 
-    /// The error GStreamer posted, if any.
+    /// The error GStreamer posted, if any; every other message is dropped (a stream's buffering and tags would pile
+    /// up on the bus for as long as it plays).
     private func failure() -> String? {
         guard let bus = gst_element_get_bus(pipeline) else { return nil }
         defer { gst_object_unref(bus) }
-        guard let message = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR) else { return nil }
-        defer { gst_message_unref(message) }
-        var error: UnsafeMutablePointer<GError>?
-        gst_message_parse_error(message, &error, nil)
-        defer { if let error { g_error_free(error) } }
-        return error.map { "the media cannot be decoded: " + String(cString: $0.pointee.message) }
+        while let message = gst_bus_pop(bus) {
+            defer { gst_message_unref(message) }
+            guard message.pointee.type == GST_MESSAGE_ERROR else { continue }
+            var error: UnsafeMutablePointer<GError>?
+            gst_message_parse_error(message, &error, nil)
+            defer { if let error { g_error_free(error) } }
+            return "the media cannot be decoded: " + (error.map { String(cString: $0.pointee.message) } ?? "GStreamer says no more")
+        }
+        return nil
     }
 }

@@ -18,11 +18,11 @@ final class RAOPCipher: @unchecked Sendable {
     private static let modulus = Data(base64Encoded: "59dE8qLieItsH1WgjrcFRKj6eUWqi+bGLOX1HL3U3GhC/j0Qg90u3sG/1CUtwC5vOYvfDmFI6oSFXi5ELabWJmT2dKHzBJKa3k9ok+8t9ucRqMd6DZHJ2YCCLlDRKSKv6kDqnw4UwPdpOMXziC/AMj3Z/lUVX1G7WSHCAWKf1zNS1eLvqr+boEjXuBOitnZ/bDzPHrTOZz0Dew0uowxf/+sG+NCK3eQJVxqcaJ/vEHKIVd2M+5qL71yJQ+87X6oV3eaYvt3zWZYD6z5vYTcrtij2VZ9Zmni/UAaHqn9JdsBWLUEpVviYnhimNVvYFZeCXg/IdTQ+x4IRdiXNv5hEew==")!
 
     /// A new key and IV.
-    /// - Throws: `RTSPError` when OpenSSL cannot make or wrap them.
+    /// - Throws: `LocalFailure` when OpenSSL cannot make or wrap them.
     init() throws {
         var key = [UInt8](repeating: 0, count: 16), iv = [UInt8](repeating: 0, count: 16)
         guard RAND_bytes(&key, 16) == 1, RAND_bytes(&iv, 16) == 1, let context = EVP_CIPHER_CTX_new() else {
-            throw RTSPError(description: "OpenSSL made no AES key")
+            throw LocalFailure(description: "OpenSSL made no AES key")
         }
         self.key = key
         self.iv = iv
@@ -64,7 +64,7 @@ final class RAOPCipher: @unchecked Sendable {
             var pointer: UnsafePointer<UInt8>? = bytes.bindMemory(to: UInt8.self).baseAddress
             return d2i_PUBKEY(nil, &pointer, bytes.count)
         }
-        guard let publicKey, let context = EVP_PKEY_CTX_new(publicKey, nil) else { throw RTSPError(description: "OpenSSL cannot read the AirPlay key") }
+        guard let publicKey, let context = EVP_PKEY_CTX_new(publicKey, nil) else { throw LocalFailure(description: "OpenSSL cannot read the AirPlay key") }
         defer {
             EVP_PKEY_CTX_free(context)
             EVP_PKEY_free(publicKey)
@@ -72,10 +72,10 @@ final class RAOPCipher: @unchecked Sendable {
         var length = 0
         guard EVP_PKEY_encrypt_init(context) == 1, EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_OAEP_PADDING) == 1,
               EVP_PKEY_encrypt(context, nil, &length, key, key.count) == 1 else {
-            throw RTSPError(description: "OpenSSL cannot wrap the AES key")
+            throw LocalFailure(description: "OpenSSL cannot wrap the AES key")
         }
         var output = [UInt8](repeating: 0, count: length)
-        guard EVP_PKEY_encrypt(context, &output, &length, key, key.count) == 1 else { throw RTSPError(description: "OpenSSL cannot wrap the AES key") }
+        guard EVP_PKEY_encrypt(context, &output, &length, key, key.count) == 1 else { throw LocalFailure(description: "OpenSSL cannot wrap the AES key") }
         return Data(output[0..<length])
     }
 

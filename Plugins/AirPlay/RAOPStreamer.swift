@@ -5,20 +5,25 @@ import Foundation
 import RouteCore
 import Synchronization
 
-/// Streams one item to a receiver that SETUP gave `audioPort`, `controlPort` and `timingPort`.
+/// Streams one item at a time to a receiver that SETUP gave its audio, control and timing ports.
 final class RAOPStreamer: @unchecked Sendable {
-    // Safety: `state` is guarded by `lock` (an NSCondition the sender thread waits on); sockets are set once.
+    // Safety: `state` is guarded by `lock` (an NSCondition the sender thread waits on), the source's decoding and
+    // seeking by `decoding`; the sockets are set once, and closed once both threads have ended (or at deinit when
+    // they never ran).
 
     /// The UDP sockets route sends from and answers on.
     struct Sockets {
         let audio: Int32, control: Int32, timing: Int32
         let controlPort: UInt16, timingPort: UInt16
+
+        /// Closes all three.
+        func close() { for fd in [audio, control, timing] { _ = Glibc.close(fd) } }
     }
 
-    /// Where the receiver listens.
+    /// Where the receiver listens (and the ports it asks from).
     struct Receiver {
         let host: String
-        let audioPort: UInt16, controlPort: UInt16
+        let audioPort: UInt16, controlPort: UInt16, timingPort: UInt16?
     }
 
     /// What the sender thread does now.
@@ -26,9 +31,11 @@ final class RAOPStreamer: @unchecked Sendable {
 
     private struct State {
         var phase: Phase = .paused
+        /// Changes with every start, pause and resume: a packet decoded for an older one is dropped.
+        var generation = 0
         var sequence: UInt16 = UInt16.random(in: 0...UInt16.max)
         var timestamp: UInt32 = UInt32.random(in: 0...UInt32.max / 2)
-        /// When sending (re)started, the frame then, and the item's position then.
+        /// When sending (re)started, and the item's position then.
         var resumedAt = ContinuousClock.now
         var packetsSinceResume = 0
         var positionAtResume = 0.0
@@ -39,9 +46,12 @@ final class RAOPStreamer: @unchecked Sendable {
         var source: PCMSource?
         /// Recent packets by sequence number, for resend requests.
         var recent: [UInt16: Data] = [:]
-        /// The receiver has asked the time (and been answered): before that, shairport-sync drops what it gets (the
-        /// first 70 ms of every cast, in the lab).
+        /// The receiver has asked the time and been answered: shairport-sync ignores sync packets until then.
         var timed = false
+        var ran = false
+
+        var isSending: Bool { if case .sending = phase { true } else { false } }
+        var isClosed: Bool { if case .closed = phase { true } else { false } }
     }
 
     /// Silent packets sent first after a start, a seek or a resume: shairport-sync 3.3.8 drops the first 70 ms it is
@@ -59,26 +69,33 @@ final class RAOPStreamer: @unchecked Sendable {
     var heardAfter: UInt32 { latency + 11025 }
     private let lock = NSCondition()
     private nonisolated(unsafe) var state = State()
+    /// Held while the source decodes or seeks (never with `lock`): a stalled decoder holds up no command.
+    private let decoding = NSLock()
     /// The session's encryption, when the receiver took it.
     private let cipher: RAOPCipher?
 
-    /// Opens the control and timing sockets on `localAddress` (their ports go into SETUP).
-    /// - Throws: `RTSPError` when a socket cannot be opened.
+    /// Opens the control and timing sockets on `localAddress` (their ports go into SETUP), and the audio socket.
+    /// - Throws: `LocalFailure` when a socket cannot be opened (none is left open).
     static func openSockets(localAddress: String) throws -> Sockets {
+        var opened: [Int32] = []
         func udp(bound: Bool) throws -> (Int32, UInt16) {
             let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw RTSPError(description: "no UDP socket: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else { throw LocalFailure(description: "no UDP socket: \(String(cString: strerror(errno)))") }
+            opened.append(fd)
             guard bound else { return (fd, 0) }
             guard let address = SocketAddress(numericHost: localAddress, port: 0), address.withSockaddr({ bind(fd, $0, $1) }) == 0,
                   let local = SocketAddress(localOf: fd) else {
-                let reason = String(cString: strerror(errno))
-                closeDescriptor(fd)
-                throw RTSPError(description: "cannot listen on UDP at \(localAddress): \(reason)")
+                throw LocalFailure(description: "cannot listen on UDP at \(localAddress): \(String(cString: strerror(errno)))")
             }
             return (fd, local.port)
         }
-        let audio = try udp(bound: false), control = try udp(bound: true), timing = try udp(bound: true)
-        return Sockets(audio: audio.0, control: control.0, timing: timing.0, controlPort: control.1, timingPort: timing.1)
+        do {
+            let audio = try udp(bound: false), control = try udp(bound: true), timing = try udp(bound: true)
+            return Sockets(audio: audio.0, control: control.0, timing: timing.0, controlPort: control.1, timingPort: timing.1)
+        } catch {
+            for fd in opened { _ = Glibc.close(fd) }
+            throw error
+        }
     }
 
     init(sockets: Sockets, receiver: Receiver, latency: UInt32, cipher: RAOPCipher?) {
@@ -88,36 +105,41 @@ final class RAOPStreamer: @unchecked Sendable {
         self.cipher = cipher
     }
 
+    deinit { if !state.ran { sockets.close() } }
+
     /// The sequence number and RTP time of the next packet (RECORD's and FLUSH's RTP-Info).
     var next: (sequence: UInt16, timestamp: UInt32) {
         lock.withLock { (state.sequence, state.timestamp) }
     }
 
-    /// Runs the sender and the responder until `close()`; returns when both have stopped.
+    /// Runs the sender and the responder until `close()`; returns when both have stopped, the sockets closed.
     func run() async {
+        lock.withLock { state.ran = true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await Self.onThread("route-raop-send") { self.sendLoop() } }
             group.addTask { await Self.onThread("route-raop-answer") { self.answerLoop() } }
         }
+        sockets.close()
     }
 
     /// Plays `source` from `position` seconds (its own position: a seek has been made there).
     func start(_ source: PCMSource, at position: Double) {
         lock.withLock {
+            guard !state.isClosed else { return }
             state.source = source
-            state.endedAt = nil
             resume(at: position)
         }
         lock.broadcast()
     }
 
-    /// Stops sending (the receiver is flushed by the caller); returns the position playing now, where a resume starts.
+    /// Stops sending (the receiver is flushed by the caller); returns the position heard now, where a resume starts.
     func pause() -> Double {
         lock.withLock {
             let position = positionLocked(at: .now)
             switch state.phase {
             case .sending, .ended:
                 state.phase = .paused
+                state.generation += 1
                 state.positionAtResume = position
             default: break
             }
@@ -125,32 +147,38 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
+    /// Whether it is sending now (not paused, ended, failed or closed).
+    var isSending: Bool { lock.withLock { state.isSending } }
+
     /// Moves the source to `seconds` while paused: what was sent and not heard was flushed, so a resume decodes it
     /// again from there.
-    /// - Throws: `RTSPError` when the media cannot seek.
+    /// - Throws: `LocalFailure` when the media cannot seek.
     func reposition(to seconds: Double) throws {
-        try lock.withLock {
-            try state.source?.seek(to: seconds)
-            state.positionAtResume = seconds
+        let source = lock.withLock { state.source }
+        try decoding.withLock { try source?.seek(to: seconds) }
+        lock.withLock { state.positionAtResume = seconds }
+    }
+
+    /// Sends again from `position` (the source has been moved there, or a live one goes on).
+    func resume(from position: Double) {
+        lock.withLock {
+            guard !state.isClosed else { return }
+            resume(at: position)
         }
+        lock.broadcast()
     }
 
     /// Stays paused, at `seconds`.
     func hold(at seconds: Double) {
         lock.withLock {
-            state.phase = .paused
+            guard case .paused = state.phase else { return }
             state.positionAtResume = seconds
         }
     }
 
-    /// Sends again from `position` (the source has been moved there).
-    func resume(from position: Double) {
-        lock.withLock { resume(at: position) }
-        lock.broadcast()
-    }
-
     private func resume(at position: Double) {
         state.phase = .sending
+        state.generation += 1
         state.resumedAt = .now
         state.packetsSinceResume = 0
         state.positionAtResume = position
@@ -158,9 +186,12 @@ final class RAOPStreamer: @unchecked Sendable {
         state.endedAt = nil
     }
 
-    /// Ends the threads and closes the sockets.
+    /// Ends the threads (the sockets close when both have).
     func close() {
-        lock.withLock { state.phase = .closed; state.source = nil }
+        lock.withLock {
+            state.phase = .closed
+            state.source = nil
+        }
         lock.broadcast()
     }
 
@@ -179,13 +210,14 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
-    /// The position heard at `now`: from the resume point, what was sent less what the receiver still holds.
+    /// The position heard at `now`: from the resume point, what was sent less what the receiver still holds and the
+    /// silent lead-in.
     private func positionLocked(at now: ContinuousClock.Instant) -> Double {
+        if case .paused = state.phase { return state.positionAtResume }
         let delay = Double(heardAfter) / Double(PCMSource.sampleRate)
         let lead = Double(Self.leadIn * PCMSource.framesPerPacket) / Double(PCMSource.sampleRate)
         let sent = Double(state.packetsSinceResume * PCMSource.framesPerPacket) / Double(PCMSource.sampleRate)
         let elapsed = (now - state.resumedAt) / .seconds(1)
-        if case .paused = state.phase { return state.positionAtResume }
         return state.positionAtResume + max(0, min(sent, elapsed - delay) - lead)
     }
 
@@ -202,26 +234,24 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
-    /// Sends each packet when its time comes, and a sync packet each second.
+    /// Sends each packet when its time comes, and a sync packet each second; decodes outside the state lock.
     private func sendLoop() {
         guard let destination = SocketAddress(numericHost: receiver.host, port: receiver.audioPort),
               let control = SocketAddress(numericHost: receiver.host, port: receiver.controlPort) else { return }
         var lastSync = ContinuousClock.now - .seconds(2)
         while true {
             lock.lock()
-            while case .paused = state.phase { lock.wait() }
-            while case .ended = state.phase { lock.wait() }
-            while case .failed = state.phase { lock.wait() }
-            if case .closed = state.phase { lock.unlock(); return }
-            if !state.timed, state.packetsSinceResume == 0 {
-                // Wait for the receiver's first timing request (at most a second), and count the item from then.
-                if ContinuousClock.now - state.resumedAt < .seconds(1) {
+            while !state.isSending, !state.isClosed { lock.wait() }
+            if state.isClosed { lock.unlock(); return }
+            if state.packetsSinceResume == 0 {
+                // The receiver's first timing request is awaited (at most a second), and the item counted from then.
+                if !state.timed, ContinuousClock.now - state.resumedAt < .seconds(1) {
                     lock.unlock()
                     Thread.sleep(forTimeInterval: 0.005)
                     continue
                 }
+                state.resumedAt = .now
             }
-            if state.packetsSinceResume == 0 { state.resumedAt = .now }
             let due = state.resumedAt + .microseconds(state.packetsSinceResume * PCMSource.framesPerPacket * 1_000_000 / PCMSource.sampleRate)
             let now = ContinuousClock.now
             if due > now {
@@ -230,46 +260,45 @@ final class RAOPStreamer: @unchecked Sendable {
                 continue
             }
             if state.fresh || now - lastSync >= .seconds(1) {
-                let packet = RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: .now())
-                send(packet, to: control, from: sockets.control)
+                send(RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: .now()), to: control, from: sockets.control)
                 lastSync = now
             }
-            guard let source = state.source else { state.phase = .ended; lock.unlock(); continue }
-            let samples: Data?
-            do {
-                samples = state.packetsSinceResume < Self.leadIn ? Self.silence : try source.nextPacket()
-            } catch {
+            let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn
+            lock.unlock()
+
+            let decoded: Result<Data?, any Error> = silent ? .success(Self.silence) : decoding.withLock { Result { try source?.nextPacket() } }
+
+            lock.lock()
+            // Paused, moved or closed while it decoded: that packet is not this resume's.
+            guard state.generation == generation, state.isSending else { lock.unlock(); continue }
+            switch decoded {
+            case .failure(let error):
                 state.phase = .failed("\(error)")
                 lock.unlock()
-                continue
-            }
-            guard let samples else {
+            case .success(nil):
                 state.phase = .ended
                 state.endedAt = now
                 lock.unlock()
-                continue
+            case .success(let samples?):
+                let frame = RAOPPackets.alacFrame(samples)
+                let packet = RAOPPackets.audioPacket(sequence: state.sequence, timestamp: state.timestamp, ssrc: ssrc, marker: state.fresh,
+                                                     payload: cipher.map { $0.encrypt(frame) } ?? frame)
+                state.recent[state.sequence] = packet
+                state.recent[state.sequence &- 512] = nil
+                state.fresh = false
+                state.sequence &+= 1
+                state.timestamp &+= UInt32(PCMSource.framesPerPacket)
+                state.packetsSinceResume += 1
+                lock.unlock()
+                send(packet, to: destination, from: sockets.audio)
             }
-            let packet = RAOPPackets.audioPacket(sequence: state.sequence, timestamp: state.timestamp, ssrc: ssrc, marker: state.fresh,
-                                                 payload: cipher.map { $0.encrypt(RAOPPackets.alacFrame(samples)) } ?? RAOPPackets.alacFrame(samples))
-            state.recent[state.sequence] = packet
-            state.recent[state.sequence &- 512] = nil
-            state.fresh = false
-            state.sequence &+= 1
-            state.timestamp &+= UInt32(PCMSource.framesPerPacket)
-            state.packetsSinceResume += 1
-            lock.unlock()
-            send(packet, to: destination, from: sockets.audio)
         }
     }
 
     /// Answers timing requests (timing socket) and resend requests (control socket) until closed.
     private func answerLoop() {
         var buffer = [UInt8](repeating: 0, count: 2048)
-        while true {
-            if lock.withLock({ if case .closed = state.phase { return true } else { return false } }) {
-                for fd in [sockets.audio, sockets.control, sockets.timing] { closeDescriptor(fd) }
-                return
-            }
+        while !lock.withLock({ state.isClosed }) {
             var pollers = [pollfd(fd: sockets.timing, events: Int16(POLLIN), revents: 0), pollfd(fd: sockets.control, events: Int16(POLLIN), revents: 0)]
             guard poll(&pollers, 2, 200) > 0 else { continue }
             for poller in pollers where poller.revents & Int16(POLLIN) != 0 {
@@ -281,13 +310,14 @@ final class RAOPStreamer: @unchecked Sendable {
                 guard count > 0 else { continue }
                 let received = NTPTime.now()
                 let request = Data(buffer[0..<count])
-                // Only the receiver is answered: anyone else on the network could otherwise have packets sent where
-                // it likes (a forged resend request asks for hundreds).
+                // Only the receiver's own ports are answered: anyone else on the network could otherwise have packets
+                // sent where it likes (a forged resend request asks for a hundred).
                 guard let sender = withUnsafePointer(to: &from, { SocketAddress(copying: $0) }), sender.numericHost == receiver.host else { continue }
-                if poller.fd == sockets.timing, let reply = RAOPPackets.timingReply(to: request, received: received, now: .now()) {
+                if poller.fd == sockets.timing, receiver.timingPort.map({ $0 == sender.port }) ?? true,
+                   let reply = RAOPPackets.timingReply(to: request, received: received, now: .now()) {
                     send(reply, to: sender, from: sockets.timing)
                     lock.withLock { state.timed = true }
-                } else if poller.fd == sockets.control, let (first, count) = RAOPPackets.resendRange(request) {
+                } else if poller.fd == sockets.control, sender.port == receiver.controlPort, let (first, count) = RAOPPackets.resendRange(request) {
                     let packets = lock.withLock { (0..<min(count, 128)).compactMap { state.recent[first &+ $0] } }
                     for packet in packets { send(RAOPPackets.resentPacket(packet), to: sender, from: sockets.control) }
                 }
@@ -300,5 +330,7 @@ final class RAOPStreamer: @unchecked Sendable {
     }
 }
 
-/// `close(2)`, named apart from the streamer's own `close()`.
-private func closeDescriptor(_ fd: Int32) { _ = Glibc.close(fd) }
+/// A failure on this machine (GStreamer, OpenSSL, a socket), not the receiver's.
+struct LocalFailure: Error, CustomStringConvertible {
+    var description: String
+}

@@ -18,19 +18,25 @@ struct RTSPError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// One TCP connection to a receiver's RTSP port. Not thread-safe: one caller at a time (AirPlayController's lock).
-final class RTSPConnection {
+/// One TCP connection to a receiver's RTSP port. Requests are made one at a time (a lock); once one fails (a timeout,
+/// a closed connection) the connection is broken for good, so that no later request reads an earlier one's answer.
+final class RTSPConnection: @unchecked Sendable {
+    // Safety: everything mutable is touched under `requests` only; `fd` is set once.
     private let fd: Int32
+    private let requests = NSLock()
     private var cseq = 0
     private var buffered = Data()
+    private var broken: String?
     /// The receiver's address and port, and the local address that reaches it (what the ANNOUNCE's SDP names).
     let host: String
     let port: Int
     let localAddress: String
-    /// Headers every request carries (DACP-ID, Active-Remote, Client-Instance, Session once set up).
+    /// Headers every request carries (DACP-ID, Active-Remote, Client-Instance, Session once set up). Set before the
+    /// session is shared.
     var common: [(String, String)] = []
-    /// The `Authorization` header for a method and URI, once the receiver asked for a password.
-    var authorization: ((String, String) -> String?)?
+    /// The `Authorization` header for a method and URI, once the receiver asked for a password. Set before the
+    /// session is shared.
+    var authorization: (@Sendable (String, String) -> String?)?
     /// Seconds a request may take.
     var timeout: Double = 5
 
@@ -82,6 +88,18 @@ final class RTSPConnection {
     /// - Throws: `RTSPError` when the connection fails or the answer does not come within `timeout`.
     func request(_ method: String, _ uri: String, headers: [(String, String)] = [], body: Data = Data(),
                  contentType: String? = nil) throws -> RTSPResponse {
+        try requests.withLock {
+            if let broken { throw RTSPError(description: "\(method): the connection broke earlier (\(broken))") }
+            do {
+                return try exchange(method, uri, headers: headers, body: body, contentType: contentType)
+            } catch let error as RTSPError {
+                broken = error.description
+                throw error
+            }
+        }
+    }
+
+    private func exchange(_ method: String, _ uri: String, headers: [(String, String)], body: Data, contentType: String?) throws -> RTSPResponse {
         cseq += 1
         var head = "\(method) \(uri) RTSP/1.0\r\nCSeq: \(cseq)\r\nUser-Agent: route/0.1\r\n"
         for (name, value) in common + headers { head += "\(name): \(value)\r\n" }

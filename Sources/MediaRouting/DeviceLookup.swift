@@ -11,12 +11,14 @@ public enum DeviceLookup {
     /// The device `query` names through a router whose discovery runs: by address (a listed device's, else asked
     /// directly), This computer, or by name, waiting up to `timeout` seconds for it to be found and then for its other
     /// routes (`settled`).
-    /// With `via`, a device found by name is awaited (within `timeout`) until it has a route of that protocol: a
-    /// plugin's route to a merged device comes after the built-in ones.
+    /// With `via` naming a provider that runs, a device found by name is awaited (within `timeout`) until it has a route
+    /// of that protocol: a plugin's route to a merged device comes after the built-in ones.
     public static func find(_ query: String, router: MediaRouter, providers: [any RouteProvider], timeout: Double,
                             via: String? = nil) async throws -> MediaDevice {
         let found = try await find(query, router: router, providers: providers, timeout: timeout)
-        guard let via, !found.routes.contains(where: { $0.isReached(via: via) }) else { return found }
+        // Only a protocol one of the providers speaks is awaited: another is refused at once by whoever plays.
+        guard let via, !found.routes.contains(where: { $0.isReached(via: via) }),
+              providers.contains(where: { $0.name.caseInsensitiveCompare(via) == .orderedSame }) else { return found }
         return await router.settled(found, within: .milliseconds(Int(timeout * 1000))) { $0.routes.contains { $0.isReached(via: via) } }
     }
 

@@ -237,7 +237,7 @@ package final class RouteService: Sendable {
             try await refuseSandboxed(sender, method)
             guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
             let settings = DesktopAudioSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
-            let sink = try sinks.start(try await find(query, timeout: 3), settings: settings)
+            let sink = try sinks.start(try await find(query, timeout: 3, via: settings.via), settings: settings)
             return [try DBusCoding.encode(sink)]
         case "PickDevice":
             guard arguments.count == 2, case .string(let parent) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
@@ -282,11 +282,11 @@ package final class RouteService: Sendable {
         }
     }
 
-    private func find(_ query: String, timeout: Double) async throws -> MediaDevice {
+    private func find(_ query: String, timeout: Double, via: String? = nil) async throws -> MediaDevice {
         guard timeout.isFinite, (0...600).contains(timeout) else { throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs",
                                                                                    "the timeout is seconds from 0 to 600, not \(timeout)") }
         guard !query.isEmpty else { throw RouteError.unknownDevice(query: "", candidates: router.devices.map(\.name)) }
-        return try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout)
+        return try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: via)
     }
 
     /// The most device watches one client holds at once.
@@ -358,7 +358,7 @@ package final class RouteService: Sendable {
         let probes = try await ProbeAhead.probingFirst(options.shuffle ? entries.shuffled() : entries) { notices.append($0) }
         let claim: UUID, session: ServiceSession
         do {
-            let device = try await find(query, timeout: 3)
+            let device = try await find(query, timeout: 3, via: options.via)
             claim = try await self.claim(device)
             do {
                 await probes.playing(on: device)
