@@ -58,6 +58,8 @@ final class RAOPStreamer: @unchecked Sendable {
     /// sent after a flush (in the lab, at every latency asked; pyatv's casts lose them too), and these are what it drops.
     static let leadIn = 12
     private static let silence = Data(count: PCMSource.framesPerPacket * PCMSource.bytesPerFrame)
+    /// How long after its last frame is heard an item is said to have ended.
+    private static let endMargin = Duration.milliseconds(300)
 
     let sockets: Sockets
     private let receiver: Receiver
@@ -202,7 +204,9 @@ final class RAOPStreamer: @unchecked Sendable {
             let now = ContinuousClock.now
             let delay = Duration.milliseconds(Int(heardAfter) * 1000 / PCMSource.sampleRate)
             let position = positionLocked(at: now)
-            if case .ended = state.phase, let endedAt = state.endedAt, now - endedAt < delay {
+            // Ended once the last frame has been heard, and a moment more: a receiver's output runs a little behind
+            // its clock, and a TEARDOWN then would cut the end.
+            if case .ended = state.phase, let endedAt = state.endedAt, now - endedAt < delay + Self.endMargin {
                 return (position, true, .sending)
             }
             let lead = Duration.microseconds(Self.leadIn * PCMSource.framesPerPacket * 1_000_000 / PCMSource.sampleRate)
@@ -244,8 +248,9 @@ final class RAOPStreamer: @unchecked Sendable {
             while !state.isSending, !state.isClosed { lock.wait() }
             if state.isClosed { lock.unlock(); return }
             if state.packetsSinceResume == 0 {
-                // The receiver's first timing request is awaited (at most a second), and the item counted from then.
-                if !state.timed, ContinuousClock.now - state.resumedAt < .seconds(1) {
+                // The receiver's first timing request is awaited (at most 3 s: a busy receiver asks late, and drops
+                // what comes before), and the item counted from then.
+                if !state.timed, ContinuousClock.now - state.resumedAt < .seconds(3) {
                     lock.unlock()
                     Thread.sleep(forTimeInterval: 0.005)
                     continue
