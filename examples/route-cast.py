@@ -76,6 +76,10 @@ def ended(proxy, sender, signal, parameters):
 
 session.connect("g-properties-changed", changed)
 session.connect("g-signal", ended)
-if session.get_cached_property("State").unpack() != "playing":
+state = session.get_cached_property("State").unpack()
+if state == "playing":
+    # It may play already when Cast answers (a busy machine): say so as a change would have.
+    print(f"{path}: {state}")
+else:
     GLib.timeout_add_seconds(30, loop.quit)
     loop.run()
