@@ -43,12 +43,18 @@ import Testing
 
     @Test func optionsThatAreNotOnesAreRefusedInTheirOwnWords() async throws {
         try await withService { bus, _ in
-            let loud = try bus.tool("gdbus", ["call", "--session", "--dest", RouteServiceAPI.busName, "--object-path", RouteServiceAPI.managerPath,
-                                              "--method", "io.github.route.Route1.Manager.StartSink", "This computer", "{'loud': <true>}"])
+            // gdbus waits for the service, which runs in this process: never on the cooperative pool's threads (two
+            // here), or the service can find none free to answer (a run once timed out so, 25 s, beside other tests).
+            let loud = try await offThePool {
+                try bus.tool("gdbus", ["call", "--session", "--dest", RouteServiceAPI.busName, "--object-path", RouteServiceAPI.managerPath,
+                                       "--method", "io.github.route.Route1.Manager.StartSink", "This computer", "{'loud': <true>}"])
+            }
             #expect(loud.text.contains("InvalidArgs") && loud.text.contains("StartSink: the option loud takes nothing: there is no such option"),
                     "\(loud.text)")
-            let idle = try bus.tool("gdbus", ["call", "--session", "--dest", RouteServiceAPI.busName, "--object-path", RouteServiceAPI.managerPath,
-                                              "--method", "io.github.route.Route1.Manager.StartSink", "This computer", "{'idle': <'soon'>}"])
+            let idle = try await offThePool {
+                try bus.tool("gdbus", ["call", "--session", "--dest", RouteServiceAPI.busName, "--object-path", RouteServiceAPI.managerPath,
+                                       "--method", "io.github.route.Route1.Manager.StartSink", "This computer", "{'idle': <'soon'>}"])
+            }
             #expect(idle.text.contains("StartSink: the option idle takes seconds (a double) over 0"), "\(idle.text)")
         }
     }
