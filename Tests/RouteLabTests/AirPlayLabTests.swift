@@ -28,10 +28,7 @@ extension LabTests {
         @Test func aCastIsHeardWholeAndEnds() async throws {
             try await withReceiver { sandbox in
                 // A second at 440 Hz, then two at 1760 Hz: what is missing, if anything, is told by its pitch.
-                let wav = sandbox.root + "/song.wav"
-                try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
-                    + "audiotestsrc freq=440 num-buffers=50 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
-                    + "audiotestsrc freq=1760 num-buffers=100 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: wav)
+                let wav = try await sandbox.twoTones("song.wav", low: 1, high: 2)
                 let traced = Self.airplay.merging(["ROUTE_DEBUG": "airplay"]) { $1 }
                 let result = try await sandbox.run(["cast", wav, "--to", Self.name], environment: traced, timeout: 20)
                 #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
@@ -75,10 +72,7 @@ extension LabTests {
         @Test func aSeekIsHeardAtItsPlaceAndAQueuePlaysOnOneSession() async throws {
             try await withReceiver { sandbox in
                 // Ten seconds at 440 Hz, then twenty at 1760 Hz: where it plays is heard in the pitch.
-                let twoTones = sandbox.root + "/two tones.wav"
-                try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
-                    + "audiotestsrc freq=440 num-buffers=500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
-                    + "audiotestsrc freq=1760 num-buffers=1000 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: twoTones)
+                let twoTones = try await sandbox.twoTones("two tones.wav", low: 10, high: 20)
                 let short = try await sandbox.wav("short.wav", seconds: 2)
                 let casting = try sandbox.start(["cast", twoTones, short, "--to", Self.name], environment: Self.airplay)
                 try await Lab.until("the low tone is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 1 }
@@ -340,5 +334,17 @@ private extension Data {
             index = next
         }
         self.init(bytes)
+    }
+}
+
+extension Sandbox {
+    /// A WAV of `low` seconds at 440 Hz, then `high` seconds at 1760 Hz, in the sandbox: where a device plays, and what
+    /// it left out, is heard in the pitch.
+    func twoTones(_ name: String, low: Int, high: Int) async throws -> String {
+        let path = root + "/" + name
+        try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
+            + "audiotestsrc freq=440 num-buffers=\(low * 50) samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
+            + "audiotestsrc freq=1760 num-buffers=\(high * 50) samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: path)
+        return path
     }
 }

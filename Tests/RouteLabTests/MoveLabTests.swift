@@ -54,10 +54,7 @@ extension LabTests {
             try await withSessionBus { bus in
                 try await inSandbox { sandbox in
                     // Ten seconds at 440 Hz, then 1760 Hz: where the receiver starts is heard in the pitch.
-                    let wav = sandbox.root + "/two tones.wav"
-                    try await Fixtures.gst("concat name=c ! audioconvert ! wavenc ! filesink location=OUT "
-                        + "audiotestsrc freq=440 num-buffers=500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c. "
-                        + "audiotestsrc freq=1760 num-buffers=2500 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! c.", to: wav)
+                    let wav = try await sandbox.twoTones("two tones.wav", low: 10, high: 50)
                     let service = try await sandbox.startService(["--providers", "upnp,airplay"], on: bus)
                     let environment = bus.environment.merging(client) { $1 }
                     try await Lab.until("the service lists both", within: 12) {
