@@ -56,7 +56,8 @@ extension LabTests {
                 #expect(try await sandbox.run(["play", "--to", Self.name], environment: Self.airplay).status == 0)
                 try await Lab.until("it is heard again", within: 5) { try AirPlayOutput.read().heardSeconds > paused + 1 }
                 #expect(try await sandbox.run(["volume", "100", "--to", Self.name], environment: Self.airplay).status == 0)
-                try await Task.sleep(for: .seconds(1))
+                // From the receiver's own -18 dB (a tone at about 250) to 0 dB.
+                try await Lab.until("it is loud at 100 %", within: 5) { try AirPlayOutput.read().level(ofLast: 0.3) > 3000 }
                 let loud = try AirPlayOutput.read().level(ofLast: 0.3)
                 #expect(try await sandbox.run(["volume", "20", "--to", Self.name], environment: Self.airplay).status == 0)
                 try await Lab.until("the volume is lower", within: 5) { try AirPlayOutput.read().level(ofLast: 0.3) < loud / 2 }
