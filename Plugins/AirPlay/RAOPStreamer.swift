@@ -58,6 +58,8 @@ final class RAOPStreamer: @unchecked Sendable {
     /// sent after a flush (in the lab, at every latency asked; pyatv's casts lose them too), and these are what it drops.
     static let leadIn = 12
     private static let silence = Data(count: PCMSource.framesPerPacket * PCMSource.bytesPerFrame)
+    /// Packets in a second of audio (rounded down).
+    private static let packetsPerSecond = PCMSource.sampleRate / PCMSource.framesPerPacket
     /// How long after its last frame is heard an item is said to have ended.
     private static let endMargin = Duration.milliseconds(300)
 
@@ -264,7 +266,12 @@ final class RAOPStreamer: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: min(0.05, (due - now) / .seconds(1)))
                 continue
             }
-            if state.fresh || now - lastSync >= .seconds(1) {
+            // Ten a second in the first second after a start: shairport-sync ignores a sync packet that comes before
+            // it has read the answer to its first timing request, which can follow route's answer by much on a busy
+            // receiver; the first sync ignored, the next (a second later) found the first packet late, and it flushed
+            // the whole first second (a lab run, under load, 1 in 10).
+            let syncEvery: Duration = state.packetsSinceResume < Self.packetsPerSecond ? .milliseconds(100) : .seconds(1)
+            if state.fresh || now - lastSync >= syncEvery {
                 send(RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: .now()), to: control, from: sockets.control)
                 lastSync = now
             }

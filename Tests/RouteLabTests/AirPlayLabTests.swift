@@ -37,7 +37,7 @@ extension LabTests {
                 #expect(result.stderr.contains("audio encrypted"), "\(result.stderr)")
                 let output = try AirPlayOutput.read()
                 let (low, high) = (output.heardSeconds(below: 1000), output.heardSeconds(above: 1000))
-                #expect(abs(low - 1) < 0.05 && abs(high - 2) < 0.05, "shairport-sync played \(low) s of the first second and \(high) s of the last two")
+                #expect(abs(low - 1) < 0.05 && abs(high - 2) < 0.05, "shairport-sync played \(low) s of the first second and \(high) s of the last two; route said:\n\(result.stderr.suffix(3000))")
             }
         }
 
