@@ -109,7 +109,8 @@ let package = Package(
                                                      "NowPlaying", "RouteSound"], swiftSettings: swift6),
         // The CLI: what both executables share (arguments, help, the cast's terminal), the thin `route` people run (it
         // asks the service, and leaves everything else to route-full), and route-full.
-        .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient", "RouteControl"], swiftSettings: swift6),
+        .target(name: "CSignalForward"),
+        .target(name: "RouteCLI", dependencies: ["RouteCore", "RouteClient", "RouteControl", "CSignalForward"], swiftSettings: swift6),
         .executableTarget(name: "route", dependencies: ["RouteCLI", "RouteClient", "RouteCore"], swiftSettings: swift6),
         // The picker's window, a process of its own that the service starts (GTK is linked here and nowhere else).
         .executableTarget(name: "route-picker", dependencies: ["RouteCLI", "RouteClient", "RouteCore", "CPickerShim"], swiftSettings: swift6),

@@ -1,6 +1,7 @@
 // CastTerminal: the terminal side of `route cast`, wherever the queue plays (in this process or in the route service) —
 // the status line, the keys, the signals that stop it, its options, and the picker.
 
+import CSignalForward
 import Foundation
 import RouteClient
 import RouteCore
@@ -16,7 +17,7 @@ package enum CastTerminal {
         let keys = KeyReader.isAvailable ? KeyReader() : nil
         // The first Ctrl-C stops the device and ends the cast; a second one exits at once (a device
         // that does not answer can hold the first for seconds).
-        let signals = SignalHandlers {
+        let signals = SignalHandlers.install {
             if interrupted.isSet {
                 keys?.restore()
                 printError("route cast: interrupted again; exiting without waiting for \(device.name)", overStatus: true)
@@ -183,24 +184,45 @@ package final class InterruptFlag: @unchecked Sendable {
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed) handlers that run a closure instead of killing the
-/// process, so a cast can stop the device and restore the terminal.
-package final class SignalHandlers: @unchecked Sendable {
-    // Safety: `sources` is set once in init; DispatchSource is thread-safe.
-    private let sources: [any DispatchSourceSignal]
+/// process, so a cast can stop the device and restore the terminal. One set at a time.
+///
+/// A real handler, installed before `install` returns, writes each signal to a pipe, and a thread of its own reads it
+/// and runs the closure. Not a dispatch signal source: libdispatch tells the kernel of one later, on its own thread,
+/// and a signal in between met SIG_IGN and was lost (a SIGHUP sent when the cast's first line showed, under load).
+package final class SignalHandlers: Sendable {
     private static let numbers = [SIGINT, SIGTERM, SIGHUP]
+    private let writeEnd: Int32
 
-    package init(_ handler: @escaping @Sendable () -> Void) {
-        sources = Self.numbers.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
-            source.resume()
-            return source
+    private init(writeEnd: Int32) { self.writeEnd = writeEnd }
+
+    /// Catches the signals from now on and runs `handler` (on a thread of its own) once per signal, until `cancel()`.
+    package static func install(_ handler: @escaping @Sendable () -> Void) -> SignalHandlers {
+        var ends: [Int32] = [-1, -1]
+        guard route_signals_pipe(&ends) == 0 else {
+            // No descriptors left: signals keep their default action (they end route), which is what happened before.
+            return SignalHandlers(writeEnd: -1)
         }
+        let readEnd = ends[0]
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count == 1 { handler(); continue }
+                if count < 0, errno == EINTR { continue }
+                break
+            }
+            close(readEnd)
+        }
+        thread.name = "route-signals"
+        thread.start()
+        _ = numbers.withUnsafeBufferPointer { route_signals_forward(ends[1], $0.baseAddress, Int32($0.count)) }
+        return SignalHandlers(writeEnd: ends[1])
     }
 
+    /// Gives the signals their default action again and ends the reading thread.
     package func cancel() {
-        for source in sources { source.cancel() }
         for number in Self.numbers { signal(number, SIG_DFL) }
+        _ = route_signals_forward(-1, nil, 0)
+        if writeEnd >= 0 { close(writeEnd) }
     }
 }

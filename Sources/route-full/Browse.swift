@@ -33,7 +33,7 @@ enum Browse {
             if json, let data = try? JSONEncoder().encode(line) { printOutput(String(decoding: data, as: UTF8.self)) } else { printOutput(text) }
         }
         let stop = AsyncStream<Void> { continuation in
-            let handlers = SignalHandlers { continuation.finish() }
+            let handlers = SignalHandlers.install { continuation.finish() }
             continuation.onTermination = { _ in handlers.cancel() }
         }
         await withTaskGroup(of: Void.self) { group in

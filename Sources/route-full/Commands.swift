@@ -92,7 +92,7 @@ enum Providers {
 enum UntilInterrupted {
     /// Waits for `work` to end, cancelling it at the first signal, which sets `stopped`.
     static func wait(for work: Task<Void, Never>, stopped: InterruptFlag) async {
-        let signals = SignalHandlers {
+        let signals = SignalHandlers.install {
             if stopped.isSet {
                 PluginProvider.killAll()
                 exit(ExitCode.interrupted.rawValue)

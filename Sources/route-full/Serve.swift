@@ -27,7 +27,7 @@ enum Serve {
         }
         fflush(nil)
         let stop = AsyncStream<Void> { continuation in
-            let handlers = SignalHandlers { continuation.finish() }
+            let handlers = SignalHandlers.install { continuation.finish() }
             continuation.onTermination = { _ in handlers.cancel() }
         }
         for await _ in stop {}

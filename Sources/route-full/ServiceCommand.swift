@@ -19,7 +19,7 @@ enum ServiceCommand {
         let service = RouteService(bus: bus, router: try Providers.router(parsed), log: CLILog.root)
         let stopping = InterruptFlag()
         // The first signal ends the sessions (their devices stop); a second one exits at once.
-        let signals = SignalHandlers {
+        let signals = SignalHandlers.install {
             if stopping.isSet { exit(ExitCode.interrupted.rawValue) }
             stopping.set()
             service.shutDown()
