@@ -303,6 +303,14 @@ extension RemoteControlTests {
     }
 }
 
+/// What /proc says of `pid` (its executable, state and command line), to explain a process the leftover check missed.
+private func procEntry(_ pid: Int32) -> String {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "(no exe)"
+    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? "(no stat)"
+    let cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))).map { String(decoding: $0, as: UTF8.self) } ?? "(no cmdline)"
+    return "exe \(exe), stat \(stat.prefix(80)), cmdline \(cmdline.replacingOccurrences(of: "\0", with: " "))"
+}
+
 /// A Unix socket bound at `path` (not listening yet), and bind's result.
 private func boundSocket(at path: String) -> (fd: Int32, result: Int32) {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -326,7 +334,8 @@ private func boundSocket(at path: String) -> (fd: Int32, result: Int32) {
             while !routeProcesses(mentioning: sandbox.root).contains(cast.pid), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            #expect(routeProcesses(mentioning: sandbox.root) == [cast.pid])
+            #expect(routeProcesses(mentioning: sandbox.root) == [cast.pid],
+                    "running: \(cast.isRunning); /proc/\(cast.pid): \(procEntry(cast.pid)); it said: \(cast.stdout) \(cast.stderr)")
             cast.signal(SIGKILL) // it may not have installed its handlers yet; only its end matters here
             _ = await cast.finish(within: 5)
             #expect(routeProcesses(mentioning: sandbox.root).isEmpty)
