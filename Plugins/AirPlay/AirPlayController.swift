@@ -34,13 +34,16 @@ final class AirPlayController: RouteController {
 
     /// The item loaded, as reported.
     private struct Item {
-        var url: String
-        var title: String?
-        var duration: Double?
+        var media: MediaItem
+        var url: String { media.url }
+        var title: String? { media.title }
+        var duration: Double? { media.duration }
         /// The state reported last, and whether a final state was.
         var reported: PlaybackStatus.State = .loading
         var final = false
         var paused = false
+        /// Where a paused item was when the receiver ended its session (play starts a new one there).
+        var pausedAt: Double?
     }
 
     /// The volume route set; the receiver keeps its own until route sets one (AirPlay has no way to ask it).
@@ -83,6 +86,11 @@ final class AirPlayController: RouteController {
                     } catch is CancellationError {
                         throw CancellationError()
                     } catch {
+                        // Closed rather than silent: a paused session the receiver ended is set up again on play.
+                        if current.rtsp.closedByPeer {
+                            if let gone = self.lost() { throw gone }
+                            continue
+                        }
                         throw self.end(current, because: "it stopped answering (\(error))")
                     }
                 }
@@ -93,10 +101,19 @@ final class AirPlayController: RouteController {
     }
 
     /// The error that ends the session when the receiver has closed its connection (it quit or was killed); nil while
-    /// it holds.
+    /// it holds, or when it closed a paused one.
     private func lost() -> RouteError? {
         guard let current = session.withLock({ $0 }), current.rtsp.closedByPeer else { return nil }
-        return end(current, because: "it closed its AirPlay connection (it quit or restarted)")
+        // A receiver ends a session that has sent it nothing for a while (shairport-sync after 120 s, its
+        // session_timeout): a paused item stays paused, and play sets up a new session from where it was.
+        let paused = item.withLock { $0.map { $0.paused && !$0.final } ?? false }
+        guard paused else { return end(current, because: "it closed its AirPlay connection (it quit or restarted)") }
+        let position = current.streamer.progress().position
+        current.streamer.close()
+        session.withLock { if $0?.uri == current.uri { $0 = nil } }
+        item.withLock { $0?.pausedAt = position }
+        log(.debug, "\(route.name) ended the paused session at \(position) s; play sets up another")
+        return nil
     }
 
     /// Ends the session on a receiver that is gone: the streamer stops, a final status says why, and the error is
@@ -118,8 +135,10 @@ final class AirPlayController: RouteController {
 
     /// Sends the status the streamer's progress means for the item, when it changed or while it plays.
     private func report() {
-        guard let streamer = session.withLock({ $0?.streamer }) else { return }
-        let progress = streamer.progress()
+        // Paused without a session (the receiver ended it): where it was paused.
+        let streamer = session.withLock { $0?.streamer }
+        guard let progress = streamer?.progress()
+                ?? item.withLock({ $0?.pausedAt }).map({ (position: $0, audible: false, phase: RAOPStreamer.Phase.paused) }) else { return }
         let level = volume.withLock { $0 }
         let status = item.withLock { item -> PlaybackStatus? in
             guard var current = item, !current.final else { return nil }
@@ -157,7 +176,7 @@ final class AirPlayController: RouteController {
             _ = current.streamer.pause()
             try await flush(current)
         }
-        item.withLock { $0 = Item(url: media.url, title: media.title, duration: media.duration, paused: !autoplay) }
+        item.withLock { $0 = Item(media: media, paused: !autoplay) }
         let first = current.streamer.next.timestamp
         current.streamer.start(source, at: 0)
         if !autoplay { try await pause() }
@@ -191,6 +210,11 @@ final class AirPlayController: RouteController {
     }
 
     func play() async throws {
+        // A receiver that ended the paused session a moment ago is noticed now, not at the next status.
+        if let gone = lost() { throw gone }
+        if let ended = item.withLock({ $0.flatMap { $0.pausedAt != nil && !$0.final ? $0 : nil } }) {
+            return try await playInNewSession(ended)
+        }
         let current = try requireSession()
         guard !current.streamer.isSending else { return }
         let (live, over) = item.withLock { ($0?.duration == nil, $0?.final ?? true) }
@@ -204,7 +228,32 @@ final class AirPlayController: RouteController {
         report()
     }
 
+    /// Plays a paused item whose session the receiver ended: a new session, the item decoded again from where it
+    /// was paused (a live one goes on), and what it is told again.
+    private func playInNewSession(_ paused: Item) async throws {
+        let current = try await setUp()
+        let position = paused.duration == nil ? 0 : paused.pausedAt ?? 0
+        let source = try await rtsp {
+            let source = try PCMSource(url: paused.url)
+            if position > 0 { try source.seek(to: position) }
+            return source
+        }
+        item.withLock {
+            $0?.paused = false
+            $0?.pausedAt = nil
+        }
+        let first = current.streamer.next.timestamp
+        current.streamer.start(source, at: position)
+        report()
+        do {
+            try await tell(current, about: paused.media, from: first)
+        } catch {
+            log(.debug, "\(route.name) took no metadata: \(error)")
+        }
+    }
+
     func pause() async throws {
+        if item.withLock({ $0?.pausedAt != nil }) { return }
         let current = try requireSession()
         _ = current.streamer.pause()
         item.withLock { $0?.paused = true }
@@ -213,6 +262,13 @@ final class AirPlayController: RouteController {
     }
 
     func seek(to seconds: Double) async throws {
+        if item.withLock({ item in
+            guard item?.pausedAt != nil else { return false }
+            if item?.duration != nil { item?.pausedAt = seconds }
+            return true
+        }) {
+            return report()
+        }
         let current = try requireSession()
         let position = current.streamer.pause()
         let playing = item.withLock { $0?.paused } == false
@@ -233,9 +289,10 @@ final class AirPlayController: RouteController {
     }
 
     func stop() async throws {
-        guard let current = session.withLock({ $0 }) else { return }
-        _ = current.streamer.pause()
-        try await flush(current)
+        if let current = session.withLock({ $0 }) {
+            _ = current.streamer.pause()
+            try await flush(current)
+        }
         let status = item.withLock { item -> PlaybackStatus? in
             guard var current = item, !current.final else { return nil }
             current.final = true

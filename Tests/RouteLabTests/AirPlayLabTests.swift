@@ -70,6 +70,32 @@ extension LabTests {
             }
         }
 
+        @Test func aPauseLongerThanTheReceiverKeepsASessionPlaysOnWhereItWas() async throws {
+            // shairport-sync ends a session that sent it nothing for its session_timeout (120 s; 4 s here).
+            try await withReceiver(["--session-timeout", "4"]) { sandbox in
+                let wav = try await sandbox.twoTones("song.wav", low: 2, high: 2)
+                let traced = Self.airplay.merging(["ROUTE_DEBUG": "airplay"]) { $1 }
+                let casting = try sandbox.start(["cast", wav, "--to", Self.name], environment: traced)
+                try await Lab.until("a second is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 1 }
+                #expect(try await sandbox.run(["pause", "--to", Self.name], environment: Self.airplay).status == 0)
+                try await Lab.until("shairport-sync ends the paused session, and route sees it", within: 20) {
+                    try Lab.file("airplay.log").contains("Too long a silence") && casting.stderr.contains("ended the paused session")
+                }
+                let status = try await sandbox.run(["status", "--to", Self.name, "--json"], environment: Self.airplay)
+                #expect(status.stdout.contains("\"paused\""), "\(status)\nthe cast said: \(casting.stdout)\(casting.stderr)")
+                #expect(try await sandbox.run(["play", "--to", Self.name], environment: Self.airplay).status == 0)
+                let result = await casting.finish(within: 15)
+                #expect(result.status == 0 && result.stdoutLines.last == "ended: song on \(Self.name)", "\(result)")
+                // Every bit of it heard: the rest of the first pitch from where it paused, then the second. What
+                // shairport-sync had written of its 0.2 s output buffer when paused stays in its stdout (a speaker's
+                // buffer is dropped), and is heard again after.
+                let output = try AirPlayOutput.read()
+                let (low, high) = (output.heardSeconds(below: 1000), output.heardSeconds(above: 1000))
+                #expect((1.95...2.3).contains(low) && abs(high - 2) < 0.1,
+                        "shairport-sync played \(low) s of the first two seconds and \(high) s of the last two; route said:\n\(result.stderr.suffix(3000))")
+            }
+        }
+
         @Test func aSeekIsHeardAtItsPlaceAndAQueuePlaysOnOneSession() async throws {
             try await withReceiver { sandbox in
                 // Ten seconds at 440 Hz, then twenty at 1760 Hz: where it plays is heard in the pitch.
@@ -211,9 +237,9 @@ extension LabTests {
         }
 
         /// Runs `body` with the lab's receiver started afresh (its output file empty) and stopped after.
-        private func withReceiver(_ body: (Sandbox) async throws -> Void) async throws {
+        private func withReceiver(_ options: [String] = [], _ body: (Sandbox) async throws -> Void) async throws {
             try? Lab.control("stop-airplay")
-            try Lab.control("start-airplay")
+            try Lab.control(["start-airplay"] + options)
             defer { try? Lab.control("stop-airplay") }
             try await inSandbox(body)
         }

@@ -20,6 +20,12 @@ enum Lab {
         return text.split(separator: "\n").first { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
     }
 
+    /// The lab's file NAME in its state directory (a peer's log, what it played), read now.
+    static func file(_ name: String) throws -> String {
+        guard let state = ProcessInfo.processInfo.environment["ROUTE_LAB_STATE"] else { throw ToolFailed(description: "not in the lab") }
+        return String(decoding: try Data(contentsOf: URL(fileURLWithPath: state + "/" + name)), as: UTF8.self)
+    }
+
     /// Starts the lab's Rygel (its Playbin renderer) and returns its description URL.
     static func startRygel() throws -> String {
         try control("start-rygel")
