@@ -183,25 +183,26 @@ final class AirPlayController: RouteController {
         report()
         // What it is, for the receiver's display: a receiver that shows nothing of it still plays it.
         do {
-            try await tell(current, about: media, from: first)
+            try await tell(current, about: media, next: first, position: 0)
         } catch {
             log(.debug, "\(route.name) took no metadata: \(error)")
         }
     }
 
-    /// Sends the item's title, artist and album (DMAP), its length as AirPlay's progress, and its artwork.
-    private func tell(_ current: Session, about media: MediaItem, from first: UInt32) async throws {
-        let info = [("RTP-Info", "rtptime=\(first)")]
+    /// Sends the item's title, artist and album (DMAP), its length and place as AirPlay's progress (`next`: the RTP
+    /// time of the packet that plays `position`), and its artwork.
+    private func tell(_ current: Session, about media: MediaItem, next: UInt32, position: Double) async throws {
+        let info = [("RTP-Info", "rtptime=\(next)")]
         let tags = RAOPPackets.dmapItem(title: media.title, artist: media.artist, album: media.album)
-        let end = media.duration.map { first &+ UInt32(min($0, 86400) * Double(PCMSource.sampleRate)) } ?? first
+        let progress = Self.progress(next: next, position: position, duration: media.duration)
         var fetched: Artwork?
         if let url = media.artworkURL { fetched = try await rtsp { try Artwork.fetch(url) } }
         let artwork = fetched
         try await rtsp { [name = route.name] in
             try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: tags, contentType: "application/x-dmap-tagged"),
                            "SET_PARAMETER metadata", device: name)
-            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data("progress: \(first)/\(first)/\(end)\r\n".utf8),
-                                                    contentType: "text/parameters"), "SET_PARAMETER progress", device: name)
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
+                           "SET_PARAMETER progress", device: name)
             if let artwork {
                 try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: artwork.data, contentType: artwork.mimeType),
                                "SET_PARAMETER artwork", device: name)
@@ -246,7 +247,7 @@ final class AirPlayController: RouteController {
         current.streamer.start(source, at: position)
         report()
         do {
-            try await tell(current, about: paused.media, from: first)
+            try await tell(current, about: paused.media, next: first, position: position)
         } catch {
             log(.debug, "\(route.name) took no metadata: \(error)")
         }
@@ -280,12 +281,32 @@ final class AirPlayController: RouteController {
             if playing { current.streamer.resume(from: position) }
             throw error
         }
+        let next = current.streamer.next.timestamp
         if playing {
             current.streamer.resume(from: seconds)
         } else {
             current.streamer.hold(at: seconds)
         }
         report()
+        // The receiver's progress bar goes there too (a receiver that shows none still plays).
+        let progress = Self.progress(next: next, position: seconds, duration: item.withLock { $0?.duration })
+        do {
+            try await rtsp { [name = route.name] in
+                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
+                               "SET_PARAMETER progress", device: name)
+            }
+        } catch {
+            log(.debug, "\(route.name) took no progress: \(error)")
+        }
+    }
+
+    /// AirPlay's progress line for an item at `position` s of `duration` whose packet at `position` has RTP time `next`:
+    /// its start, that place and its end, on the RTP clock (a live item's end is its place).
+    static func progress(next: UInt32, position: Double, duration: Double?) -> String {
+        let rate = Double(PCMSource.sampleRate)
+        let start = next &- UInt32(min(max(position, 0), 86400) * rate)
+        let end = duration.map { start &+ UInt32(min($0, 86400) * rate) } ?? next
+        return "progress: \(start)/\(next)/\(end)\r\n"
     }
 
     func stop() async throws {

@@ -101,11 +101,17 @@ extension LabTests {
                 // Ten seconds at 440 Hz, then twenty at 1760 Hz: where it plays is heard in the pitch.
                 let twoTones = try await sandbox.twoTones("two tones.wav", low: 10, high: 20)
                 let short = try await sandbox.wav("short.wav", seconds: 2)
+                let metadata = try AirPlayMetadata.listen()
+                defer { metadata.stop() }
                 let casting = try sandbox.start(["cast", twoTones, short, "--to", Self.name], environment: Self.airplay)
                 try await Lab.until("the low tone is heard", within: 10) { try AirPlayOutput.read().heardSeconds > 1 }
                 #expect(try AirPlayOutput.read().pitch(ofLast: 0.2) < 600)
                 #expect(try await sandbox.run(["seek", "25", "--to", Self.name], environment: Self.airplay).status == 0)
                 try await Lab.until("the high tone is heard", within: 5) { try AirPlayOutput.read().pitch(ofLast: 0.2) > 1500 }
+                // The receiver's progress is told the new place: 25 s into 30 (start/current/end in RTP time).
+                let progress = try #require(metadata.items()["prgr"].map { String(decoding: $0, as: UTF8.self).split(separator: "/").compactMap { Double($0) } })
+                #expect(progress.count == 3 && abs((progress[1] - progress[0]) / 44100 - 25) < 0.1 && abs((progress[2] - progress[0]) / 44100 - 30) < 0.1,
+                        "\(progress)")
                 // The second file follows on the same session; the cast ends after it.
                 let result = await casting.finish(within: 20)
                 #expect(result.status == 0 && result.stdoutLines.last == "ended: short [2/2] on \(Self.name)", "\(result)")
