@@ -22,8 +22,8 @@ enum RAOPPackets {
     /// An ALAC frame holding `samples` (big-endian 16-bit stereo, at most 352 frames) uncompressed: the header says
     /// stereo, no compression and, for a short last frame, how many frames it has; then the samples; then the end tag.
     static func alacFrame(_ samples: Data) -> Data {
-        var bits = BitWriter()
         let frames = samples.count / 4
+        var bits = BitWriter(capacity: frames * 4 + 8)
         bits.write(1, count: 3)              // channels - 1: stereo
         bits.write(0, count: 4)
         bits.write(0, count: 12)
@@ -107,15 +107,31 @@ struct NTPTime: Sendable, Equatable {
 
 /// Writes bits most significant first.
 struct BitWriter {
-    private(set) var data = Data()
-    private var used = 0
+    private var bytes: [UInt8] = []
+    /// Bits written and not yet whole bytes (fewer than 8 between writes), right-aligned.
+    private var accumulator: UInt64 = 0
+    private var pending = 0
 
+    /// Room for `bytes` bytes, reserved at once (an ALAC frame's size is known).
+    init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+
+    /// Appends the low `count` bits of `value` (at most 32), most significant first. A byte at a time, not a bit:
+    /// a frame is 11264 bits, 125 frames a second.
     mutating func write(_ value: UInt32, count: Int) {
-        for shift in stride(from: count - 1, through: 0, by: -1) {
-            if used == 0 { data.append(0) }
-            if (value >> UInt32(shift)) & 1 == 1 { data[data.count - 1] |= UInt8(0x80 >> used) }
-            used = (used + 1) % 8
+        accumulator = accumulator << UInt64(count) | (UInt64(value) & ((1 << UInt64(count)) - 1))
+        pending += count
+        while pending >= 8 {
+            pending -= 8
+            bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt64(pending)))
         }
+        accumulator &= (1 << UInt64(pending)) - 1
+    }
+
+    /// What was written, the last byte's unused bits zero.
+    var data: Data {
+        var out = bytes
+        if pending > 0 { out.append(UInt8(truncatingIfNeeded: accumulator << UInt64(8 - pending))) }
+        return Data(out)
     }
 }
 
