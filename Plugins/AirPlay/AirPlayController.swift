@@ -21,8 +21,11 @@ final class AirPlayController: RouteController {
     /// The streamer, handed to `run()` once SETUP made it.
     private let (streamers, streamerReady) = AsyncStream<RAOPStreamer>.makeStream()
     /// Frames the sync packets ask the receiver to hold before it plays one: with the 11025 receivers add, half a
-    /// second (classic AirPlay senders ask for 2 s; PipeWire's raop-sink for 0.25 s, which shairport-sync plays).
+    /// second (classic AirPlay senders ask for 2 s).
     static let latency: UInt32 = 11025
+    /// The same for a live stream (desktop audio): none, so 0.25 s with the receiver's own, as PipeWire's raop-sink
+    /// asks (its sync packets' delay is 0) and shairport-sync plays.
+    static let liveLatency: UInt32 = 0
 
     /// The RTSP connection and the streamer of a set-up session.
     private struct Session: @unchecked Sendable {
@@ -169,7 +172,7 @@ final class AirPlayController: RouteController {
     // MARK: commands
 
     func load(_ media: MediaItem, autoplay: Bool) async throws {
-        let current = try await setUp()
+        let current = try await setUp(live: media.isLive)
         let source = try await rtsp { try PCMSource(url: media.url) }
         // What an earlier item left in the receiver goes first.
         if item.withLock({ $0 != nil }) {
@@ -232,7 +235,7 @@ final class AirPlayController: RouteController {
     /// Plays a paused item whose session the receiver ended: a new session, the item decoded again from where it
     /// was paused (a live one goes on), and what it is told again.
     private func playInNewSession(_ paused: Item) async throws {
-        let current = try await setUp()
+        let current = try await setUp(live: paused.media.isLive)
         let position = paused.duration == nil ? 0 : paused.pausedAt ?? 0
         let source = try await rtsp {
             let source = try PCMSource(url: paused.url)
@@ -366,7 +369,8 @@ final class AirPlayController: RouteController {
     }
 
     /// The session, set up on first use: OPTIONS, ANNOUNCE, SETUP, RECORD and the volume.
-    private func setUp() async throws -> Session {
+    /// The latency is the first item's: a live one's is lower (a session carries one kind of item, as route uses it).
+    private func setUp(live: Bool) async throws -> Session {
         if let current = session.withLock({ $0 }) { return current }
         let receiver = receiver, name = route.name, log = log
         let made = try await rtsp { () -> Session in
@@ -414,7 +418,7 @@ final class AirPlayController: RouteController {
                 if let id = setup.headers["session"] { rtsp.common.append(("Session", id)) }
                 streamer = RAOPStreamer(sockets: sockets, receiver: .init(host: receiver.host, audioPort: server, controlPort: control,
                                                                           timingPort: transport["timing_port"].flatMap(UInt16.init)),
-                                        latency: Self.latency, cipher: cipher)
+                                        latency: live ? Self.liveLatency : Self.latency, cipher: cipher)
             } catch {
                 sockets.close()
                 throw error

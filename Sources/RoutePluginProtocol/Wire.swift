@@ -297,6 +297,8 @@ public struct WireItem: Codable, Sendable, Equatable {
     public var kind: String
     /// Whether `url` is converted on the fly (it cannot be seeked by bytes; see PROTOCOL.md).
     public var converted: Bool
+    /// True for a live stream (desktop audio, a radio); absent (nil) means false.
+    public var live: Bool?
 
     /// The wire form of `item`.
     public init(_ item: MediaItem) {
@@ -310,6 +312,7 @@ public struct WireItem: Codable, Sendable, Equatable {
         subtitlesURL = item.subtitlesURL
         kind = item.kind.contains(.image) ? "image" : item.kind.contains(.video) ? "video" : "audio"
         converted = item.isConverted
+        live = item.isLive ? true : nil
     }
 
     /// The item.
@@ -318,6 +321,7 @@ public struct WireItem: Codable, Sendable, Equatable {
                              artworkURL: artworkURL, kind: kind == "image" ? .image : kind == "video" ? .video : .audio)
         item.subtitlesURL = subtitlesURL
         item.isConverted = converted
+        item.isLive = live ?? false
         return item
     }
 }
