@@ -342,6 +342,9 @@ public final class DesktopAudio: Sendable {
         switch route.protocolName.lowercased() {
         case "dlna", "upnp": return .milliseconds(300)
         case "cast": return .milliseconds(800)
+        // 0.25 s asked of the receiver, the plugin's decoding, and the receiver's output buffer (shairport-sync writes
+        // 0.16 s after the sink's input in bench/airplay, 0.2 s ahead of its speaker).
+        case "airplay": return .milliseconds(350)
         default: return .milliseconds(500)
         }
     }
