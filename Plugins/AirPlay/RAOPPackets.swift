@@ -103,6 +103,14 @@ struct NTPTime: Sendable, Equatable {
         return NTPTime(seconds: UInt32(truncatingIfNeeded: Int(time.tv_sec) + 0x83AA_7E80 + 1_700_000_000),
                        fraction: UInt32((Double(time.tv_nsec) / 1e9 * 4_294_967_296).rounded(.down)))
     }
+
+    /// This time moved by `duration` (earlier when it is negative).
+    func advanced(by duration: Duration) -> NTPTime {
+        let (seconds, attoseconds) = duration.components
+        let units = seconds * (1 << 32) + attoseconds / 232_830_643  // 2^-32 s is 232830643.7 attoseconds
+        let moved = (UInt64(self.seconds) << 32 | UInt64(fraction)) &+ UInt64(bitPattern: units)
+        return NTPTime(seconds: UInt32(truncatingIfNeeded: moved >> 32), fraction: UInt32(truncatingIfNeeded: moved))
+    }
 }
 
 /// Writes bits most significant first.

@@ -58,6 +58,8 @@ final class RAOPStreamer: @unchecked Sendable {
     /// sent after a flush (in the lab, at every latency asked; pyatv's casts lose them too), and these are what it drops.
     static let leadIn = 12
     private static let silence = Data(count: PCMSource.framesPerPacket * PCMSource.bytesPerFrame)
+    /// How far ahead of its time a packet may go (it saves a wake; the receiver holds far more).
+    private static let sendAhead = Duration.milliseconds(10)
     /// Packets in a second of audio (rounded down).
     private static let packetsPerSecond = PCMSource.sampleRate / PCMSource.framesPerPacket
     /// How long after its last frame is heard an item is said to have ended.
@@ -261,9 +263,11 @@ final class RAOPStreamer: @unchecked Sendable {
             }
             let due = state.resumedAt + .microseconds(state.packetsSinceResume * PCMSource.framesPerPacket * 1_000_000 / PCMSource.sampleRate)
             let now = ContinuousClock.now
-            if due > now {
+            // Packets go a little ahead of their time, two or so at a wake (a wake per packet, 125 a second, was most
+            // of the plugin's CPU); the sync packets say each packet's own time, so nothing moves.
+            if due > now + Self.sendAhead {
                 lock.unlock()
-                Thread.sleep(forTimeInterval: min(0.05, (due - now) / .seconds(1)))
+                Thread.sleep(forTimeInterval: min(0.05, (due - Self.sendAhead - now) / .seconds(1)))
                 continue
             }
             // Ten a second in the first second after a start: shairport-sync ignores a sync packet that comes before
@@ -272,7 +276,10 @@ final class RAOPStreamer: @unchecked Sendable {
             // the whole first second (a lab run, under load, 1 in 10).
             let syncEvery: Duration = state.packetsSinceResume < Self.packetsPerSecond ? .milliseconds(100) : .seconds(1)
             if state.fresh || now - lastSync >= syncEvery {
-                send(RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: .now()), to: control, from: sockets.control)
+                // The next packet's own time, early or late: a sync packet sent late, or ahead, with the time of its
+                // sending would move the receiver's timeline by as much.
+                send(RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: NTPTime.now().advanced(by: due - now)),
+                     to: control, from: sockets.control)
                 lastSync = now
             }
             let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn
