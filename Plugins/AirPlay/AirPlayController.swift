@@ -20,6 +20,18 @@ final class AirPlayController: RouteController {
     private let volume = Mutex(Volume())
     /// The streamer, handed to `run()` once SETUP made it.
     private let (streamers, streamerReady) = AsyncStream<RAOPStreamer>.makeStream()
+    /// What the receiver is to be told of each item, sent by `run()`: a load answers without waiting for it (an
+    /// artwork fetch can take seconds).
+    private let (descriptions, describe) = AsyncStream<Description>.makeStream(bufferingPolicy: .bufferingNewest(4))
+
+    /// An item to describe to the receiver: on which session, from which RTP time and place.
+    private struct Description: @unchecked Sendable {
+        // Safety: Session's own reasoning; the rest are values.
+        let session: Session
+        let media: MediaItem
+        let next: UInt32
+        let position: Double
+    }
     /// Frames the sync packets ask the receiver to hold before it plays one: with the 11025 receivers add, half a
     /// second (classic AirPlay senders ask for 2 s).
     static let latency: UInt32 = 11025
@@ -70,6 +82,18 @@ final class AirPlayController: RouteController {
             group.addTask { [streamers] in
                 for await streamer in streamers {
                     await withTaskCancellationHandler { await streamer.run() } onCancel: { streamer.close() }
+                }
+            }
+            group.addTask { [descriptions] in
+                // What it is, for the receiver's display: a receiver that shows nothing of it still plays it.
+                for await told in descriptions {
+                    do {
+                        try await self.tell(told.session, about: told.media, next: told.next, position: told.position)
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        self.log(.debug, "\(self.route.name) took no metadata: \(error)")
+                    }
                 }
             }
             group.addTask {
@@ -184,12 +208,7 @@ final class AirPlayController: RouteController {
         current.streamer.start(source, at: 0)
         if !autoplay { try await pause() }
         report()
-        // What it is, for the receiver's display: a receiver that shows nothing of it still plays it.
-        do {
-            try await tell(current, about: media, next: first, position: 0)
-        } catch {
-            log(.debug, "\(route.name) took no metadata: \(error)")
-        }
+        describe.yield(Description(session: current, media: media, next: first, position: 0))
     }
 
     /// Sends the item's title, artist and album (DMAP), its length and place as AirPlay's progress (`next`: the RTP
@@ -249,11 +268,7 @@ final class AirPlayController: RouteController {
         let first = current.streamer.next.timestamp
         current.streamer.start(source, at: position)
         report()
-        do {
-            try await tell(current, about: paused.media, next: first, position: position)
-        } catch {
-            log(.debug, "\(route.name) took no metadata: \(error)")
-        }
+        describe.yield(Description(session: current, media: paused.media, next: first, position: position))
     }
 
     func pause() async throws {
@@ -356,6 +371,7 @@ final class AirPlayController: RouteController {
             _ = try? await rtsp { try current.rtsp.request("TEARDOWN", current.uri) }
         }
         streamerReady.finish()
+        describe.finish()
         statuses.finish()
     }
 
