@@ -9,18 +9,20 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t forward_fd = -1;
+static volatile sig_atomic_t forward_pid = 0;
 
 static void forward(int number) {
     int saved = errno;
     unsigned char byte = (unsigned char)number;
     int fd = forward_fd;
-    if (fd >= 0) (void)!write(fd, &byte, 1);
+    // A helper forked and not yet exec'd shares the handler and the pipe: its signals are not route's.
+    if (fd >= 0 && getpid() == forward_pid) (void)!write(fd, &byte, 1);
     errno = saved;
 }
 
 int route_signals_forward(int fd, const int *signals, int count) {
+    forward_pid = getpid();
     forward_fd = fd;
-    if (fd < 0) return 0;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = forward;

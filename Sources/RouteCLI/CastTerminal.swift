@@ -5,6 +5,7 @@ import CSignalForward
 import Foundation
 import RouteClient
 import RouteCore
+import Synchronization
 
 /// Drives a cast from the terminal.
 package enum CastTerminal {
@@ -184,45 +185,75 @@ package final class InterruptFlag: @unchecked Sendable {
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed) handlers that run a closure instead of killing the
-/// process, so a cast can stop the device and restore the terminal. One set at a time.
+/// process, so a cast can stop the device and restore the terminal. One set at a time: a later install replaces the
+/// closure.
 ///
 /// A real handler, installed before `install` returns, writes each signal to a pipe, and a thread of its own reads it
 /// and runs the closure. Not a dispatch signal source: libdispatch tells the kernel of one later, on its own thread,
 /// and a signal in between met SIG_IGN and was lost (a SIGHUP sent when the cast's first line showed, under load).
+/// The pipe and its thread are made once and kept for the process's life, so no descriptor is ever closed under a
+/// handler that may be writing to it.
 package final class SignalHandlers: Sendable {
     private static let numbers = [SIGINT, SIGTERM, SIGHUP]
-    private let writeEnd: Int32
+    private struct Shared {
+        var handler: (@Sendable () -> Void)?
+        var installs = 0
+        /// The pipe's write end, once made (-1 when it could not be).
+        var writeEnd: Int32?
+    }
+    private static let shared = Mutex(Shared())
+    /// Which install this is: only the latest one's cancel acts.
+    private let install: Int
 
-    private init(writeEnd: Int32) { self.writeEnd = writeEnd }
+    private init(install: Int) { self.install = install }
 
-    /// Catches the signals from now on and runs `handler` (on a thread of its own) once per signal, until `cancel()`.
+    /// Catches the signals from now on and runs `handler` (on the signal thread) once per signal, until `cancel()`.
     package static func install(_ handler: @escaping @Sendable () -> Void) -> SignalHandlers {
-        var ends: [Int32] = [-1, -1]
-        guard route_signals_pipe(&ends) == 0 else {
-            // No descriptors left: signals keep their default action (they end route), which is what happened before.
-            return SignalHandlers(writeEnd: -1)
+        let (number, writeEnd) = shared.withLock { shared -> (Int, Int32) in
+            if shared.writeEnd == nil { shared.writeEnd = startReader() }
+            shared.handler = handler
+            shared.installs += 1
+            return (shared.installs, shared.writeEnd ?? -1)
         }
+        // No pipe (no descriptors left): the signals keep their default action, and end route.
+        if writeEnd >= 0 {
+            _ = numbers.withUnsafeBufferPointer { route_signals_forward(writeEnd, $0.baseAddress, Int32($0.count)) }
+        }
+        return SignalHandlers(install: number)
+    }
+
+    /// Makes the pipe and the thread that reads it; returns the write end, or -1.
+    private static func startReader() -> Int32 {
+        var ends: [Int32] = [-1, -1]
+        guard route_signals_pipe(&ends) == 0 else { return -1 }
         let readEnd = ends[0]
         let thread = Thread {
             var byte: UInt8 = 0
             while true {
                 let count = read(readEnd, &byte, 1)
-                if count == 1 { handler(); continue }
-                if count < 0, errno == EINTR { continue }
-                break
+                if count == 1 {
+                    // A signal that came after cancel() finds no closure, and is dropped.
+                    shared.withLock { $0.handler }?()
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
             }
-            close(readEnd)
         }
         thread.name = "route-signals"
         thread.start()
-        _ = numbers.withUnsafeBufferPointer { route_signals_forward(ends[1], $0.baseAddress, Int32($0.count)) }
-        return SignalHandlers(writeEnd: ends[1])
+        return ends[1]
     }
 
-    /// Gives the signals their default action again and ends the reading thread.
+    /// Gives the signals their default action again; the closure runs no more. Once, and only for the latest install.
     package func cancel() {
+        let latest = Self.shared.withLock { shared -> Bool in
+            guard shared.installs == install, shared.handler != nil else { return false }
+            shared.handler = nil
+            return true
+        }
+        guard latest else { return }
         for number in Self.numbers { signal(number, SIG_DFL) }
-        _ = route_signals_forward(-1, nil, 0)
-        if writeEnd >= 0 { close(writeEnd) }
     }
 }

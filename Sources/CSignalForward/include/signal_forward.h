@@ -6,7 +6,8 @@
 /// Returns 0 or an errno.
 int route_signals_pipe(int ends[2]);
 
-/// Has each of `signals` (`count` of them) write its number as one byte to `fd` when it arrives (a nonblocking pipe's
-/// write end; a full pipe drops the byte). `fd` -1 stops the writing; the handlers stay until reset with signal().
+/// Has each of `signals` (`count` of them) write its number as one byte to `fd` when it arrives in this process (a
+/// nonblocking pipe's write end, which must stay open; a full pipe drops the byte; a child forked since, which has
+/// not yet reset its signals, writes nothing). The handlers stay until reset with signal().
 /// Returns 0, or the errno of the sigaction that failed.
 int route_signals_forward(int fd, const int *signals, int count);
