@@ -31,6 +31,8 @@ final class AirPlayController: RouteController {
         let media: MediaItem
         let next: UInt32
         let position: Double
+        /// The item's seeks then.
+        let seeks: Int
     }
     /// Frames the sync packets ask the receiver to hold before it plays one: with the 11025 receivers add, half a
     /// second (classic AirPlay senders ask for 2 s).
@@ -59,6 +61,8 @@ final class AirPlayController: RouteController {
         var paused = false
         /// Where a paused item was when the receiver ended its session (play starts a new one there).
         var pausedAt: Double?
+        /// How many times it was seeked: a description sent later tells no older place.
+        var seeks = 0
     }
 
     /// The volume route set; the receiver keeps its own until route sets one (AirPlay has no way to ask it).
@@ -88,7 +92,7 @@ final class AirPlayController: RouteController {
                 // What it is, for the receiver's display: a receiver that shows nothing of it still plays it.
                 for await told in descriptions {
                     do {
-                        try await self.tell(told.session, about: told.media, next: told.next, position: told.position)
+                        try await self.tell(told.session, about: told.media, next: told.next, position: told.position, seeks: told.seeks)
                     } catch is CancellationError {
                         return
                     } catch {
@@ -135,10 +139,17 @@ final class AirPlayController: RouteController {
         // session_timeout): a paused item stays paused, and play sets up a new session from where it was.
         let paused = item.withLock { $0.map { $0.paused && !$0.final } ?? false }
         guard paused else { return end(current, because: "it closed its AirPlay connection (it quit or restarted)") }
-        let position = current.streamer.progress().position
+        // The status loop, the keepalive and a command may all see it: the one that takes the session notes where the
+        // item was (its streamer still open, so still paused there), and the others find no session.
+        let position = session.withLock { session -> Double? in
+            guard session?.uri == current.uri else { return nil }
+            session = nil
+            let position = current.streamer.progress().position
+            item.withLock { $0?.pausedAt = position }
+            return position
+        }
+        guard let position else { return nil }
         current.streamer.close()
-        session.withLock { if $0?.uri == current.uri { $0 = nil } }
-        item.withLock { $0?.pausedAt = position }
         log(.debug, "\(route.name) ended the paused session at \(position) s; play sets up another")
         return nil
     }
@@ -208,27 +219,31 @@ final class AirPlayController: RouteController {
         current.streamer.start(source, at: 0)
         if !autoplay { try await pause() }
         report()
-        describe.yield(Description(session: current, media: media, next: first, position: 0))
+        describe.yield(Description(session: current, media: media, next: first, position: 0, seeks: 0))
     }
 
     /// Sends the item's title, artist and album (DMAP), its length and place as AirPlay's progress (`next`: the RTP
     /// time of the packet that plays `position`), and its artwork.
-    private func tell(_ current: Session, about media: MediaItem, next: UInt32, position: Double) async throws {
+    /// Its place is not told when the item was seeked since (`seeks` no longer the item's): the seek told its own.
+    private func tell(_ current: Session, about media: MediaItem, next: UInt32, position: Double, seeks: Int) async throws {
         let info = [("RTP-Info", "rtptime=\(next)")]
         let tags = RAOPPackets.dmapItem(title: media.title, artist: media.artist, album: media.album)
         let progress = Self.progress(next: next, position: position, duration: media.duration)
-        var fetched: Artwork?
-        if let url = media.artworkURL { fetched = try await rtsp { try Artwork.fetch(url) } }
-        let artwork = fetched
         try await rtsp { [name = route.name] in
             try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: tags, contentType: "application/x-dmap-tagged"),
                            "SET_PARAMETER metadata", device: name)
-            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
-                           "SET_PARAMETER progress", device: name)
-            if let artwork {
-                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: artwork.data, contentType: artwork.mimeType),
-                               "SET_PARAMETER artwork", device: name)
+        }
+        if item.withLock({ $0?.seeks }) == seeks {
+            try await rtsp { [name = route.name] in
+                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
+                               "SET_PARAMETER progress", device: name)
             }
+        }
+        // The artwork last: fetching it may take seconds.
+        guard let url = media.artworkURL, let artwork = try await rtsp({ try Artwork.fetch(url) }) else { return }
+        try await rtsp { [name = route.name] in
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: artwork.data, contentType: artwork.mimeType),
+                           "SET_PARAMETER artwork", device: name)
         }
     }
 
@@ -256,10 +271,24 @@ final class AirPlayController: RouteController {
     private func playInNewSession(_ paused: Item) async throws {
         let current = try await setUp(live: paused.media.isLive)
         let position = paused.duration == nil ? 0 : paused.pausedAt ?? 0
-        let source = try await rtsp {
-            let source = try PCMSource(url: paused.url)
-            if position > 0 { try source.seek(to: position) }
-            return source
+        let source: PCMSource
+        do {
+            source = try await rtsp {
+                let source = try PCMSource(url: paused.url)
+                if position > 0 { try source.seek(to: position) }
+                return source
+            }
+        } catch {
+            // The item stays paused without a session, as it was: the new one goes.
+            if let made = session.withLock({ session -> Session? in
+                guard session?.uri == current.uri else { return nil }
+                defer { session = nil }
+                return session
+            }) {
+                made.streamer.close()
+                _ = try? await rtsp { try made.rtsp.request("TEARDOWN", made.uri) }
+            }
+            throw error
         }
         item.withLock {
             $0?.paused = false
@@ -268,10 +297,11 @@ final class AirPlayController: RouteController {
         let first = current.streamer.next.timestamp
         current.streamer.start(source, at: position)
         report()
-        describe.yield(Description(session: current, media: paused.media, next: first, position: position))
+        describe.yield(Description(session: current, media: paused.media, next: first, position: position, seeks: item.withLock { $0?.seeks ?? 0 }))
     }
 
     func pause() async throws {
+        if let gone = lost() { throw gone }
         if item.withLock({ $0?.pausedAt != nil }) { return }
         let current = try requireSession()
         _ = current.streamer.pause()
@@ -281,11 +311,17 @@ final class AirPlayController: RouteController {
     }
 
     func seek(to seconds: Double) async throws {
-        if item.withLock({ item in
-            guard item?.pausedAt != nil else { return false }
-            if item?.duration != nil { item?.pausedAt = seconds }
-            return true
-        }) {
+        if let gone = lost() { throw gone }
+        if let duration = item.withLock({ item in item?.pausedAt != nil ? .some(item?.duration) : nil }) {
+            // Paused without a session: the place is kept for play, if the item has it.
+            guard let duration, seconds >= 0, seconds < duration else {
+                throw RouteError.commandFailed(device: route.name, command: "seek",
+                                               reason: duration == nil ? "a live stream cannot seek" : "it is \(Int(duration ?? 0)) s long")
+            }
+            item.withLock {
+                $0?.pausedAt = seconds
+                $0?.seeks += 1
+            }
             return report()
         }
         let current = try requireSession()
@@ -300,6 +336,7 @@ final class AirPlayController: RouteController {
             throw error
         }
         let next = current.streamer.next.timestamp
+        item.withLock { $0?.seeks += 1 }
         if playing {
             current.streamer.resume(from: seconds)
         } else {
@@ -328,9 +365,15 @@ final class AirPlayController: RouteController {
     }
 
     func stop() async throws {
+        // A session the receiver closed a moment ago has nothing to flush.
+        _ = lost()
         if let current = session.withLock({ $0 }) {
             _ = current.streamer.pause()
-            try await flush(current)
+            do {
+                try await flush(current)
+            } catch where current.rtsp.closedByPeer {
+                // Closed by the receiver: it holds nothing to flush, and the item stops all the same.
+            }
         }
         let status = item.withLock { item -> PlaybackStatus? in
             guard var current = item, !current.final else { return nil }

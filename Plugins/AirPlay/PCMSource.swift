@@ -87,8 +87,10 @@ final class PCMSource: @unchecked Sendable {
     func seek(to seconds: Double) throws {
         pending = Data()
         ended = false
-        // A pipeline just made has not prerolled yet, and cannot seek until it has (at once for one that plays).
+        // A pipeline just made has not prerolled yet, and cannot seek until it has (at once for one that plays); one
+        // that failed says why, rather than that it cannot seek.
         _ = gst_element_get_state(pipeline, nil, nil, GstClockTime(5e9))
+        if let failure = failure() { throw LocalFailure(description: failure) }
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
         guard gst_element_seek_simple(pipeline, GST_FORMAT_TIME, flags, gint64(seconds * 1e9)) != 0 else {
             throw LocalFailure(description: "the media cannot seek to \(seconds) s")
