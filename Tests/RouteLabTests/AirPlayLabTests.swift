@@ -175,6 +175,33 @@ extension LabTests {
             }
         }
 
+        @Test func receiversThatShareAMACAreDevicesOfTheirOwn() async throws {
+            // Several shairport-syncs on one host (one per sound card, a common multi-room setup) announce one MAC:
+            // announced here for the lab's two receivers, each instance a room of its own.
+            try await withReceiver { sandbox in
+                try Lab.control("start-airplay", "--port", "5010", "--name", "Lab AirPlay Two")
+                defer { try? Lab.control("stop-airplay", "--port", "5010") }
+                var publishers: [Process] = []
+                defer { publishers.forEach { $0.terminate() } }
+                for (room, port) in [("Room One", "5000"), ("Room Two", "5010")] {
+                    publishers.append(try Lab.start(["exec-b", "avahi-publish", "-s", "0A1B2C3D4E5F@" + room, "_raop._tcp", port,
+                                                     "cn=0,1", "et=0,1", "tp=UDP", "am=ShairportSync"]))
+                }
+                let found = try await sandbox.poll(["devices", "--json", "--timeout", "3"], environment: Self.airplay, within: 15, "both rooms") {
+                    let names = ((try? JSONDecoder().decode([MediaDevice].self, from: Data($0.stdout.utf8))) ?? []).map(\.name)
+                    return names.contains("Room One") && names.contains("Room Two")
+                }
+                let rooms = try JSONDecoder().decode([MediaDevice].self, from: Data(found.stdout.utf8)).filter { $0.name.hasPrefix("Room ") }
+                #expect(rooms.count == 2 && rooms.allSatisfy { $0.routes.count == 1 }, "\(rooms.map { ($0.name, $0.routes.map(\.id)) })")
+                // A cast to the second room is heard there, and only there.
+                let wav = try await sandbox.wav("song.wav", seconds: 2)
+                let cast = try await sandbox.run(["cast", wav, "--to", "Room Two"], environment: Self.airplay, timeout: 20)
+                #expect(cast.status == 0, "\(cast)")
+                #expect(try AirPlayOutput.read("airplay-5010.pcm").heardSeconds > 1.9)
+                #expect(try AirPlayOutput.read().heardSeconds < 0.1)
+            }
+        }
+
         @Test func aReceiverThatAnnouncesTheRenderersMACIsOneDeviceWithIt() async throws {
             // A TV with DLNA and AirPlay announces its own MAC in its AirPlay name (shairport-sync makes one up from
             // its name): announced here for the renderer's host, pointing at the lab's shairport-sync.
