@@ -19,14 +19,17 @@ final class PCMSource: @unchecked Sendable {
     private var pending = Data()
     /// The stream ended: what is left in `pending` is the last packet.
     private(set) var ended = false
+    /// A live stream (desktop audio): what piles up while nothing is sent is old, and dropped.
+    private let live: Bool
 
-    /// Starts decoding `url`.
+    /// Starts decoding `url`; `live`: a live stream, of which only the newest 8 buffers are kept while unread.
     /// - Throws: `LocalFailure` when GStreamer cannot build the pipeline.
-    init(url: String) throws {
+    init(url: String, live: Bool = false) throws {
         gst_init(nil, nil)
+        self.live = live
         let description = "uridecodebin name=route_src ! audioconvert ! audioresample ! "
             + "audio/x-raw,format=S16BE,rate=\(Self.sampleRate),channels=2,layout=interleaved ! "
-            + "appsink name=route_sink sync=false max-buffers=16 drop=false"
+            + "appsink name=route_sink sync=false " + (live ? "max-buffers=8 drop=true" : "max-buffers=16 drop=false")
         var error: UnsafeMutablePointer<GError>?
         guard let pipeline = gst_parse_launch(description, &error), error == nil else {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
@@ -80,6 +83,24 @@ final class PCMSource: @unchecked Sendable {
         let packet = Data(pending.prefix(size))
         pending = Data(pending.dropFirst(packet.count))
         return packet
+    }
+
+    /// For a live stream: drops what arrived and was not sent but the newest `cushion` seconds. What piled up while
+    /// the receiver was asked the time, or while paused, would otherwise delay the stream for as long as it plays.
+    func dropBacklog(keeping cushion: Double = 0.04) {
+        guard live else { return }
+        let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+        while let sample = gst_app_sink_try_pull_sample(appsink, 0) {
+            defer { gst_sample_unref(sample) }
+            guard let buffer = gst_sample_get_buffer(sample) else { continue }
+            var map = GstMapInfo()
+            if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
+                pending.append(map.data, count: Int(map.size))
+                gst_buffer_unmap(buffer, &map)
+            }
+        }
+        let keep = Int(cushion * Double(Self.sampleRate)) * Self.bytesPerFrame
+        if pending.count > keep { pending = Data(pending.suffix(keep)) }
     }
 
     /// Jumps to `seconds` from the start; what was decoded before is dropped.

@@ -48,6 +48,8 @@ final class RAOPStreamer: @unchecked Sendable {
         var recent: [UInt16: Data] = [:]
         /// The receiver has asked the time and been answered: shairport-sync ignores sync packets until then.
         var timed = false
+        /// A live source's backlog is to be dropped before the next sound sent (set at each start and resume).
+        var dropBacklog = false
         var ran = false
 
         var isSending: Bool { if case .sending = phase { true } else { false } }
@@ -183,6 +185,7 @@ final class RAOPStreamer: @unchecked Sendable {
     }
 
     private func resume(at position: Double) {
+        state.dropBacklog = true
         state.phase = .sending
         state.generation += 1
         state.resumedAt = .now
@@ -283,9 +286,14 @@ final class RAOPStreamer: @unchecked Sendable {
                 lastSync = now
             }
             let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn
+            let dropBacklog = !silent && state.dropBacklog
+            if dropBacklog { state.dropBacklog = false }
             lock.unlock()
 
-            let decoded: Result<Data?, any Error> = silent ? .success(Self.silence) : decoding.withLock { Result { try source?.nextPacket() } }
+            let decoded: Result<Data?, any Error> = silent ? .success(Self.silence) : decoding.withLock {
+                if dropBacklog { source?.dropBacklog() }
+                return Result { try source?.nextPacket() }
+            }
 
             lock.lock()
             // Paused, moved or closed while it decoded: that packet is not this resume's.
