@@ -228,16 +228,12 @@ final class AirPlayController: RouteController {
     private func tell(_ current: Session, about media: MediaItem, next: UInt32, position: Double, seeks: Int) async throws {
         let info = [("RTP-Info", "rtptime=\(next)")]
         let tags = RAOPPackets.dmapItem(title: media.title, artist: media.artist, album: media.album)
-        let progress = Self.progress(next: next, position: position, duration: media.duration)
         try await rtsp { [name = route.name] in
             try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, headers: info, body: tags, contentType: "application/x-dmap-tagged"),
                            "SET_PARAMETER metadata", device: name)
         }
         if item.withLock({ $0?.seeks }) == seeks {
-            try await rtsp { [name = route.name] in
-                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
-                               "SET_PARAMETER progress", device: name)
-            }
+            try await sendProgress(current, next: next, position: position, duration: media.duration)
         }
         // The artwork last: fetching it may take seconds.
         guard let url = media.artworkURL, let artwork = try await rtsp({ try Artwork.fetch(url) }) else { return }
@@ -280,14 +276,7 @@ final class AirPlayController: RouteController {
             }
         } catch {
             // The item stays paused without a session, as it was: the new one goes.
-            if let made = session.withLock({ session -> Session? in
-                guard session?.uri == current.uri else { return nil }
-                defer { session = nil }
-                return session
-            }) {
-                made.streamer.close()
-                _ = try? await rtsp { try made.rtsp.request("TEARDOWN", made.uri) }
-            }
+            await tearDown { $0.uri == current.uri }
             throw error
         }
         item.withLock {
@@ -344,24 +333,24 @@ final class AirPlayController: RouteController {
         }
         report()
         // The receiver's progress bar goes there too (a receiver that shows none still plays).
-        let progress = Self.progress(next: next, position: seconds, duration: item.withLock { $0?.duration })
         do {
-            try await rtsp { [name = route.name] in
-                try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: Data(progress.utf8), contentType: "text/parameters"),
-                               "SET_PARAMETER progress", device: name)
-            }
+            try await sendProgress(current, next: next, position: seconds, duration: item.withLock { $0?.duration })
         } catch {
             log(.debug, "\(route.name) took no progress: \(error)")
         }
     }
 
-    /// AirPlay's progress line for an item at `position` s of `duration` whose packet at `position` has RTP time `next`:
-    /// its start, that place and its end, on the RTP clock (a live item's end is its place).
-    static func progress(next: UInt32, position: Double, duration: Double?) -> String {
+    /// Tells the receiver AirPlay's progress for an item at `position` s of `duration` whose packet at `position` has
+    /// RTP time `next`: its start, that place and its end, on the RTP clock (a live item's end is its place).
+    private func sendProgress(_ current: Session, next: UInt32, position: Double, duration: Double?) async throws {
         let rate = Double(PCMSource.sampleRate)
         let start = next &- UInt32(min(max(position, 0), 86400) * rate)
         let end = duration.map { start &+ UInt32(min($0, 86400) * rate) } ?? next
-        return "progress: \(start)/\(next)/\(end)\r\n"
+        let line = Data("progress: \(start)/\(next)/\(end)\r\n".utf8)
+        try await rtsp { [name = route.name] in
+            try Self.check(try current.rtsp.request("SET_PARAMETER", current.uri, body: line, contentType: "text/parameters"),
+                           "SET_PARAMETER progress", device: name)
+        }
     }
 
     func stop() async throws {
@@ -405,20 +394,26 @@ final class AirPlayController: RouteController {
     func observe() async throws -> Bool { false }
 
     func close() async {
-        let current = session.withLock { session -> Session? in
-            defer { session = nil }
-            return session
-        }
-        if let current {
-            current.streamer.close()
-            _ = try? await rtsp { try current.rtsp.request("TEARDOWN", current.uri) }
-        }
+        await tearDown { _ in true }
         streamerReady.finish()
         describe.finish()
         statuses.finish()
     }
 
     // MARK: the RTSP session
+
+    /// Ends the session, when `which` is it: it is no longer the controller's, its streamer stops, and the receiver is
+    /// told (TEARDOWN; a receiver that does not answer is left).
+    private func tearDown(_ which: (Session) -> Bool) async {
+        let ending = session.withLock { session -> Session? in
+            guard let current = session, which(current) else { return nil }
+            session = nil
+            return current
+        }
+        guard let ending else { return }
+        ending.streamer.close()
+        _ = try? await rtsp { try ending.rtsp.request("TEARDOWN", ending.uri) }
+    }
 
     private func requireSession() throws -> Session {
         guard let current = session.withLock({ $0 }) else {
