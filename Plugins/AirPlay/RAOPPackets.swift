@@ -40,14 +40,15 @@ enum RAOPPackets {
         return bits.data
     }
 
-    /// A sync packet: at `now` the receiver plays frame `timestamp - latency`; `timestamp` is the next frame sent.
+    /// A sync packet: at `now` frame `playing` is due (receivers that follow Apple's play it 11025 frames later), and
+    /// the receiver is to hold `latency` frames more than those (how long it may ask for a lost packet again).
     /// The first after a start or a flush has the extension bit.
-    static func syncPacket(first: Bool, timestamp: UInt32, latency: UInt32, now: NTPTime) -> Data {
+    static func syncPacket(first: Bool, playing: UInt32, latency: UInt32, now: NTPTime) -> Data {
         var packet = Data([first ? 0x90 : 0x80, 0x80 | sync, 0x00, 0x07])
-        packet.appendBig(timestamp &- latency)
+        packet.appendBig(playing)
         packet.appendBig(now.seconds)
         packet.appendBig(now.fraction)
-        packet.appendBig(timestamp)
+        packet.appendBig(playing &+ latency)
         return packet
     }
 
@@ -102,14 +103,6 @@ struct NTPTime: Sendable, Equatable {
         clock_gettime(CLOCK_MONOTONIC, &time)
         return NTPTime(seconds: UInt32(truncatingIfNeeded: Int(time.tv_sec) + 0x83AA_7E80 + 1_700_000_000),
                        fraction: UInt32((Double(time.tv_nsec) / 1e9 * 4_294_967_296).rounded(.down)))
-    }
-
-    /// This time moved by `duration` (earlier when it is negative).
-    func advanced(by duration: Duration) -> NTPTime {
-        let (seconds, attoseconds) = duration.components
-        let units = seconds * (1 << 32) + attoseconds / 232_830_643  // 2^-32 s is 232830643.7 attoseconds
-        let moved = (UInt64(self.seconds) << 32 | UInt64(fraction)) &+ UInt64(bitPattern: units)
-        return NTPTime(seconds: UInt32(truncatingIfNeeded: moved >> 32), fraction: UInt32(truncatingIfNeeded: moved))
     }
 }
 

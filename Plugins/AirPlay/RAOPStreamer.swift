@@ -1,5 +1,6 @@
-// RAOPStreamer: the UDP side of one AirPlay 1 session — audio packets sent in real time from a PCMSource, a sync
-// packet each second, answers to the receiver's timing requests, packets resent when it asks — on threads of its own.
+// RAOPStreamer: the UDP side of one AirPlay 1 session — audio packets sent from a PCMSource on a timeline of route's
+// (heard soon after a start, sent further ahead as it plays), a sync packet each second, answers to the receiver's
+// timing requests, packets resent when it asks — on threads of its own.
 
 import Foundation
 import RouteCore
@@ -35,14 +36,15 @@ final class RAOPStreamer: @unchecked Sendable {
         var generation = 0
         var sequence: UInt16 = UInt16.random(in: 0...UInt16.max)
         var timestamp: UInt32 = UInt32.random(in: 0...UInt32.max / 2)
-        /// When sending (re)started, and the item's position then.
+        /// When sending (re)started, the RTP time of its first packet, and the item's position then.
         var resumedAt = ContinuousClock.now
+        var firstTimestamp: UInt32 = 0
         var packetsSinceResume = 0
+        /// The packets since the resume that were the item's (its end decoded; silence follows them).
+        var itemPackets: Int?
         var positionAtResume = 0.0
         /// A marker bit and a first sync packet are owed after a start or a flush.
         var fresh = true
-        /// When the last packet of the item was sent.
-        var endedAt: ContinuousClock.Instant?
         var source: PCMSource?
         /// Recent packets by sequence number, for resend requests.
         var recent: [UInt16: Data] = [:]
@@ -53,6 +55,7 @@ final class RAOPStreamer: @unchecked Sendable {
         var ran = false
 
         var isSending: Bool { if case .sending = phase { true } else { false } }
+        var isEnded: Bool { if case .ended = phase { true } else { false } }
         var isClosed: Bool { if case .closed = phase { true } else { false } }
     }
 
@@ -62,19 +65,22 @@ final class RAOPStreamer: @unchecked Sendable {
     private static let silence = Data(count: PCMSource.framesPerPacket * PCMSource.bytesPerFrame)
     /// How far ahead of its time a packet may go (it saves a wake; the receiver holds far more).
     private static let sendAhead = Duration.milliseconds(10)
-    /// Packets in a second of audio (rounded down).
-    private static let packetsPerSecond = PCMSource.sampleRate / PCMSource.framesPerPacket
+    /// Frames receivers that follow Apple's add to what sync packets with flags 7 ask (shairport-sync does, as
+    /// AirPort Express and iTunes meant it): the soonest a frame sent now is played.
+    static let receiverLatency: UInt32 = 11025
+    /// How much faster than it plays an item is sent until it is `latency` ahead: a start is heard after the
+    /// receiver's own latency, and the lead a lost packet's resends need is there 0.4 s later (a burst of 4x
+    /// AirPlay's 1.4 Mbit/s; the receivers hold seconds).
+    private static let catchUp = 4
     /// How long after its last frame is heard an item is said to have ended.
     private static let endMargin = Duration.milliseconds(300)
 
     let sockets: Sockets
     private let receiver: Receiver
     private let ssrc = UInt32.random(in: 0...UInt32.max)
-    /// Frames the sync packets put between a frame's sending and its playing.
+    /// Frames the sync packets ask the receiver to hold beyond its own latency: how far ahead of its time a packet
+    /// is sent once caught up (a live item's cannot be: it is sent as it comes).
     let latency: UInt32
-    /// Frames between a frame's sending and its being heard: shairport-sync adds 11025 to what sync packets with
-    /// flags 7 say (as AirPort Express and iTunes meant it), and so do receivers that follow Apple's.
-    var heardAfter: UInt32 { latency + 11025 }
     private let lock = NSCondition()
     private nonisolated(unsafe) var state = State()
     /// Held while the source decodes or seeks (never with `lock`): a stalled decoder holds up no command.
@@ -189,10 +195,11 @@ final class RAOPStreamer: @unchecked Sendable {
         state.phase = .sending
         state.generation += 1
         state.resumedAt = .now
+        state.firstTimestamp = state.timestamp
         state.packetsSinceResume = 0
+        state.itemPackets = nil
         state.positionAtResume = position
         state.fresh = true
-        state.endedAt = nil
     }
 
     /// Ends the threads (the sockets close when both have).
@@ -209,27 +216,59 @@ final class RAOPStreamer: @unchecked Sendable {
     func progress() -> (position: Double, audible: Bool, phase: Phase) {
         lock.withLock {
             let now = ContinuousClock.now
-            let delay = Duration.milliseconds(Int(heardAfter) * 1000 / PCMSource.sampleRate)
             let position = positionLocked(at: now)
             // Ended once the last frame has been heard, and a moment more: a receiver's output runs a little behind
             // its clock, and a TEARDOWN then would cut the end.
-            if case .ended = state.phase, let endedAt = state.endedAt, now - endedAt < delay + Self.endMargin {
+            if case .ended = state.phase, let end = state.itemPackets, now < playsAt(end) + Self.endMargin {
                 return (position, true, .sending)
             }
-            let lead = Duration.microseconds(Self.leadIn * PCMSource.framesPerPacket * 1_000_000 / PCMSource.sampleRate)
-            return (position, now - state.resumedAt >= delay + lead, state.phase)
+            return (position, now >= playsAt(Self.leadIn), state.phase)
         }
     }
 
-    /// The position heard at `now`: from the resume point, what was sent less what the receiver still holds and the
-    /// silent lead-in.
+    /// The position heard at `now`: from the resume point, the time since the first packet after the silent lead-in
+    /// played, within what was sent.
     private func positionLocked(at now: ContinuousClock.Instant) -> Double {
         if case .paused = state.phase { return state.positionAtResume }
-        let delay = Double(heardAfter) / Double(PCMSource.sampleRate)
-        let lead = Double(Self.leadIn * PCMSource.framesPerPacket) / Double(PCMSource.sampleRate)
-        let sent = Double(state.packetsSinceResume * PCMSource.framesPerPacket) / Double(PCMSource.sampleRate)
-        let elapsed = (now - state.resumedAt) / .seconds(1)
-        return state.positionAtResume + max(0, min(sent, elapsed - delay) - lead)
+        let heard = (now - playsAt(Self.leadIn)) / .seconds(1)
+        let sent = Self.duration(ofPackets: (state.itemPackets ?? state.packetsSinceResume) - Self.leadIn) / .seconds(1)
+        return state.positionAtResume + max(0, min(sent, heard))
+    }
+
+    /// Whether a packet is to go: the item's, or after its end silence until its last packet has played — a receiver
+    /// looks for lost packets, and asks for them again, only as later ones come (without, a loss in an item's last
+    /// second or so went unmended).
+    private func hasPacketsLocked() -> Bool {
+        switch state.phase {
+        case .sending: true
+        case .ended: state.itemPackets.map { sendsAt(state.packetsSinceResume) < playsAt($0) } ?? false
+        default: false
+        }
+    }
+
+    /// When the receiver plays the `index`th packet since the resume: route's timeline, which the sync packets tell it.
+    private func playsAt(_ index: Int) -> ContinuousClock.Instant {
+        state.resumedAt + Self.duration(ofFrames: Int(Self.receiverLatency)) + Self.duration(ofPackets: index)
+    }
+
+    /// When the `index`th packet since the resume is due to go: `latency` ahead of its playing, and until then
+    /// (after a start, a seek or a resume) `catchUp` times faster than it plays.
+    private func sendsAt(_ index: Int) -> ContinuousClock.Instant {
+        max(playsAt(index) - Self.duration(ofFrames: Int(latency + Self.receiverLatency)),
+            state.resumedAt + Self.duration(ofPackets: index) / Self.catchUp)
+    }
+
+    /// The RTP time of the frame due at `instant` (the receiver plays it its own latency later).
+    private func timestampDue(at instant: ContinuousClock.Instant) -> UInt32 {
+        let since = max(.zero, instant - state.resumedAt)
+        let frames = since / .seconds(1) * Double(PCMSource.sampleRate)
+        return state.firstTimestamp &+ UInt32(truncatingIfNeeded: Int(frames.rounded()))
+    }
+
+    private static func duration(ofPackets count: Int) -> Duration { duration(ofFrames: count * PCMSource.framesPerPacket) }
+
+    private static func duration(ofFrames count: Int) -> Duration {
+        .microseconds(count * 1_000_000 / PCMSource.sampleRate)
     }
 
     // MARK: threads
@@ -252,7 +291,7 @@ final class RAOPStreamer: @unchecked Sendable {
         var lastSync = ContinuousClock.now - .seconds(2)
         while true {
             lock.lock()
-            while !state.isSending, !state.isClosed { lock.wait() }
+            while !hasPacketsLocked(), !state.isClosed { lock.wait() }
             if state.isClosed { lock.unlock(); return }
             if state.packetsSinceResume == 0 {
                 // The receiver's first timing request is awaited (at most 3 s: a busy receiver asks late, and drops
@@ -264,10 +303,10 @@ final class RAOPStreamer: @unchecked Sendable {
                 }
                 state.resumedAt = .now
             }
-            let due = state.resumedAt + .microseconds(state.packetsSinceResume * PCMSource.framesPerPacket * 1_000_000 / PCMSource.sampleRate)
+            let due = sendsAt(state.packetsSinceResume)
             let now = ContinuousClock.now
             // Packets go a little ahead of their time, two or so at a wake (a wake per packet, 125 a second, was most
-            // of the plugin's CPU); the sync packets say each packet's own time, so nothing moves.
+            // of the plugin's CPU): when one plays is the timeline's, not its sending's.
             if due > now + Self.sendAhead {
                 lock.unlock()
                 Thread.sleep(forTimeInterval: min(0.05, (due - Self.sendAhead - now) / .seconds(1)))
@@ -277,15 +316,14 @@ final class RAOPStreamer: @unchecked Sendable {
             // it has read the answer to its first timing request, which can follow route's answer by much on a busy
             // receiver; the first sync ignored, the next (a second later) found the first packet late, and it flushed
             // the whole first second (a lab run, under load, 1 in 10).
-            let syncEvery: Duration = state.packetsSinceResume < Self.packetsPerSecond ? .milliseconds(100) : .seconds(1)
+            let syncEvery: Duration = now - state.resumedAt < .seconds(1) ? .milliseconds(100) : .seconds(1)
             if state.fresh || now - lastSync >= syncEvery {
-                // The next packet's own time, early or late: a sync packet sent late, or ahead, with the time of its
-                // sending would move the receiver's timeline by as much.
-                send(RAOPPackets.syncPacket(first: state.fresh, timestamp: state.timestamp, latency: latency, now: NTPTime.now().advanced(by: due - now)),
+                let stamp = ContinuousClock.now, ntp = NTPTime.now()
+                send(RAOPPackets.syncPacket(first: state.fresh, playing: timestampDue(at: stamp), latency: latency, now: ntp),
                      to: control, from: sockets.control)
                 lastSync = now
             }
-            let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn
+            let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn || state.isEnded
             let dropBacklog = !silent && state.dropBacklog
             if dropBacklog { state.dropBacklog = false }
             lock.unlock()
@@ -297,14 +335,14 @@ final class RAOPStreamer: @unchecked Sendable {
 
             lock.lock()
             // Paused, moved or closed while it decoded: that packet is not this resume's.
-            guard state.generation == generation, state.isSending else { lock.unlock(); continue }
+            guard state.generation == generation, state.isSending || state.isEnded else { lock.unlock(); continue }
             switch decoded {
             case .failure(let error):
                 state.phase = .failed("\(error)")
                 lock.unlock()
             case .success(nil):
                 state.phase = .ended
-                state.endedAt = now
+                state.itemPackets = state.packetsSinceResume
                 lock.unlock()
             case .success(let samples?):
                 let frame = RAOPPackets.alacFrame(samples)
