@@ -102,15 +102,16 @@ public final class LiveAudio: Sendable {
     }
 
     /// Fills silence into the stream whenever nothing has been pushed for 40 ms (a sound server that stops calling
-    /// when nothing plays), at the real-time rate, until cancelled. Looks every 20 ms while a device listens, every
-    /// 250 ms while none does.
+    /// when nothing plays), from the last push on and at the real-time rate, until cancelled: the stream keeps time
+    /// with the clock, as a device that plays it on a timeline of its own needs (the AirPlay plugin's). Looks every
+    /// 50 ms while sound is pushed, every 20 ms while it fills, every 250 ms while no device listens.
     public func run() async {
         var filledSince: UInt64?
         var filledFrames = 0
         let silence = [UInt8](repeating: 0, count: bytesPerSecond / 10)
         while !Task.isCancelled {
             let listening = listeners.withLock { !$0.isEmpty }
-            try? await Task.sleep(for: listening ? .milliseconds(20) : .milliseconds(250))
+            try? await Task.sleep(for: !listening ? .milliseconds(250) : filledSince == nil ? .milliseconds(50) : .milliseconds(20))
             guard listening else {
                 filledSince = nil
                 continue
@@ -122,7 +123,8 @@ public final class LiveAudio: Sendable {
                 filledSince = nil
                 continue
             }
-            let since = filledSince ?? max(last, now - 40_000_000)
+            // The stream's sound ended at the last push (of the last tenth of a second: longer ago, it is not made up).
+            let since = filledSince ?? max(last, now - 100_000_000)
             if filledSince == nil {
                 filledSince = since
                 filledFrames = 0
