@@ -211,7 +211,7 @@ final class AirPlayController: RouteController {
 
     func load(_ media: MediaItem, autoplay: Bool) async throws {
         let current = try await setUp(live: media.isLive)
-        let source = try await rtsp { try PCMSource(url: media.url, live: media.isLive) }
+        let source = try await rtsp { try PCMSource(url: media.url, mimeType: media.mimeType, live: media.isLive) }
         // What an earlier item left in the receiver goes first.
         if item.withLock({ $0 != nil }) {
             _ = current.streamer.pause()
@@ -273,7 +273,7 @@ final class AirPlayController: RouteController {
         let source: PCMSource
         do {
             source = try await rtsp {
-                let source = try PCMSource(url: paused.url, live: paused.media.isLive)
+                let source = try PCMSource(url: paused.url, mimeType: paused.media.mimeType, live: paused.media.isLive)
                 if position > 0 { try source.seek(to: position) }
                 return source
             }

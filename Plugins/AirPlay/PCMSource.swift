@@ -22,14 +22,18 @@ final class PCMSource: @unchecked Sendable {
     /// A live stream (desktop audio): what piles up while nothing is sent is old, and dropped.
     private let live: Bool
 
-    /// Starts decoding `url`; `live`: a live stream, of which only the newest 8 buffers are kept while unread.
+    /// Starts decoding `url`, served as `mimeType`; `live`: a live stream, of which only the newest 8 buffers are kept
+    /// while unread. What is already RAOP's samples (route's desktop audio, L16 at 44.1 kHz stereo) is only fetched:
+    /// no type finding, buffering, parsing or conversion, which were most of a live stream's CPU.
     /// - Throws: `LocalFailure` when GStreamer cannot build the pipeline.
-    init(url: String, live: Bool = false) throws {
+    init(url: String, mimeType: String, live: Bool = false) throws {
         gst_init(nil, nil)
         self.live = live
-        let description = "uridecodebin name=route_src ! audioconvert ! audioresample ! "
-            + "audio/x-raw,format=S16BE,rate=\(Self.sampleRate),channels=2,layout=interleaved ! "
-            + "appsink name=route_sink sync=false " + (live ? "max-buffers=8 drop=true" : "max-buffers=16 drop=false")
+        let sink = "appsink name=route_sink sync=false " + (live ? "max-buffers=8 drop=true" : "max-buffers=16 drop=false")
+        let raw = Self.isRAOPSamples(mimeType)
+        let description = raw ? "souphttpsrc name=route_src ! " + sink
+            : "uridecodebin name=route_src ! audioconvert ! audioresample ! "
+                + "audio/x-raw,format=S16BE,rate=\(Self.sampleRate),channels=2,layout=interleaved ! " + sink
         var error: UnsafeMutablePointer<GError>?
         guard let pipeline = gst_parse_launch(description, &error), error == nil else {
             let message = error.map { String(cString: $0.pointee.message) } ?? "unknown"
@@ -41,11 +45,17 @@ final class PCMSource: @unchecked Sendable {
             gst_object_unref(pipeline)
             throw LocalFailure(description: "GStreamer's decoding pipeline lacks its elements")
         }
-        route_object_set_string(source, "uri", url)
+        route_object_set_string(source, raw ? "location" : "uri", url)
         gst_object_unref(source)
         self.pipeline = pipeline
         self.sink = sink
         gst_element_set_state(pipeline, GST_STATE_PLAYING)
+    }
+
+    /// Whether `mimeType` is big-endian 16-bit stereo at 44.1 kHz (`audio/L16;rate=44100;channels=2`).
+    static func isRAOPSamples(_ mimeType: String) -> Bool {
+        let parts = mimeType.lowercased().split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        return parts.first == "audio/l16" && Set(parts.dropFirst()) == ["rate=\(sampleRate)", "channels=2"]
     }
 
     deinit {
@@ -61,16 +71,15 @@ final class PCMSource: @unchecked Sendable {
         let size = Self.framesPerPacket * Self.bytesPerFrame
         let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        // A live stream that came faster than it plays (the sound server's pushes and the silence filling a pause in
+        // them overlap a little) would otherwise be heard later and later: beyond a tenth of a second, the oldest goes.
+        if live {
+            take(waitingFor: 0)
+            if pending.count > Self.sampleRate / 10 * Self.bytesPerFrame { dropBacklog(keeping: 0.02) }
+        }
         while pending.count < size, !ended {
-            if let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(0.2e9)) {
-                defer { gst_sample_unref(sample) }
-                if let buffer = gst_sample_get_buffer(sample) {
-                    var map = GstMapInfo()
-                    if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
-                        pending.append(map.data, count: Int(map.size))
-                        gst_buffer_unmap(buffer, &map)
-                    }
-                }
+            if take(waitingFor: 0.2) {
+                continue
             } else if gst_app_sink_is_eos(appsink) != 0 {
                 ended = true
             }
@@ -85,22 +94,37 @@ final class PCMSource: @unchecked Sendable {
         return packet
     }
 
-    /// For a live stream: drops what arrived and was not sent but the newest `cushion` seconds. What piled up while
-    /// the receiver was asked the time, or while paused, would otherwise delay the stream for as long as it plays.
-    func dropBacklog(keeping cushion: Double = 0.04) {
-        guard live else { return }
+    /// Moves the decoded samples waiting in the sink to `pending`, waiting at most `seconds` for the first; whether
+    /// there were any.
+    @discardableResult
+    private func take(waitingFor seconds: Double) -> Bool {
         let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
-        while let sample = gst_app_sink_try_pull_sample(appsink, 0) {
+        var took = false
+        var wait = GstClockTime(seconds * 1e9)
+        while let sample = gst_app_sink_try_pull_sample(appsink, wait) {
             defer { gst_sample_unref(sample) }
-            guard let buffer = gst_sample_get_buffer(sample) else { continue }
-            var map = GstMapInfo()
-            if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
-                pending.append(map.data, count: Int(map.size))
-                gst_buffer_unmap(buffer, &map)
+            wait = 0
+            took = true
+            if let buffer = gst_sample_get_buffer(sample) {
+                var map = GstMapInfo()
+                if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
+                    pending.append(map.data, count: Int(map.size))
+                    gst_buffer_unmap(buffer, &map)
+                }
             }
         }
+        return took
+    }
+
+    /// For a live stream: drops what arrived and was not sent but the newest `cushion` seconds. What piled up while
+    /// the receiver was asked the time, or while paused, would otherwise delay the stream for as long as it plays.
+    func dropBacklog(keeping cushion: Double = 0) {
+        guard live else { return }
+        take(waitingFor: 0)
+        // Whole frames from the front: the stream may end in part of one (an HTTP read ends where it likes).
         let keep = Int(cushion * Double(Self.sampleRate)) * Self.bytesPerFrame
-        if pending.count > keep { pending = Data(pending.suffix(keep)) }
+        let drop = (pending.count - keep) / Self.bytesPerFrame * Self.bytesPerFrame
+        if drop > 0 { pending = Data(pending.dropFirst(drop)) }
     }
 
     /// Jumps to `seconds` from the start; what was decoded before is dropped.

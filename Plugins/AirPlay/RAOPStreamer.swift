@@ -306,10 +306,13 @@ final class RAOPStreamer: @unchecked Sendable {
             let due = sendsAt(state.packetsSinceResume)
             let now = ContinuousClock.now
             // Packets go a little ahead of their time, two or so at a wake (a wake per packet, 125 a second, was most
-            // of the plugin's CPU): when one plays is the timeline's, not its sending's.
-            if due > now + Self.sendAhead {
+            // of the plugin's CPU): when one plays is the timeline's, not its sending's. But the first sound after a
+            // start goes no earlier than its time: for a live source that is where the newest sound is taken up, and
+            // anything earlier would delay the stream by as much, for as long as it plays.
+            let early = state.packetsSinceResume >= Self.leadIn && state.dropBacklog ? .zero : Self.sendAhead
+            if due > now + early {
                 lock.unlock()
-                Thread.sleep(forTimeInterval: min(0.05, (due - Self.sendAhead - now) / .seconds(1)))
+                Thread.sleep(forTimeInterval: min(0.05, (due - early - now) / .seconds(1)))
                 continue
             }
             // Ten a second in the first second after a start: shairport-sync ignores a sync packet that comes before
