@@ -66,15 +66,23 @@ extension CommandSpec {
             if option.value == nil {
                 guard parts.count == 1 else { throw UsageError(description: "--\(option.name) takes no value") }
                 result.flags.insert(option.name)
-            } else if parts.count == 2 {
-                result.values[option.name] = parts[1]
+                continue
+            }
+            let value: String
+            if parts.count == 2 {
+                value = parts[1]
             } else {
                 guard index < arguments.count else {
                     throw UsageError(description: "--\(option.name) needs a value (\(option.value!))")
                 }
-                result.values[option.name] = arguments[index]
+                value = arguments[index]
                 index += 1
             }
+            // The one before is never dropped unsaid (`--to A --to B` played on B alone).
+            if let earlier = result.values[option.name] {
+                throw UsageError(description: "--\(option.name) is given twice (\"\(earlier)\", then \"\(value)\"); it takes one \(option.value!)")
+            }
+            result.values[option.name] = value
         }
         if result.has("help") { return result }
         if result.positionals.count < minPositionals {

@@ -167,6 +167,16 @@ import Testing
         }
     }
 
+    /// An option that takes one value, given twice: refused in one line, not the first dropped unsaid (`--to A
+    /// --to B` played on B alone).
+    @Test func anOptionGivenTwiceIsAUsageError() async throws {
+        try await inSandbox { sandbox in
+            let result = try await sandbox.run(["cast", "song.wav", "--to", "Kitchen", "--to=Hall"])
+            #expect(result.status == 2 && result.stderrLines.count == 1, "\(result)")
+            #expect(result.stderr.contains("--to is given twice (\"Kitchen\", then \"Hall\")"), "\(result)")
+        }
+    }
+
     @Test(arguments: [["seek", "abc", "--to", "this"], ["seek", "1:75"], ["volume", "150"], ["volume", "loud"],
                       ["probe", "a.wav", "b.wav"], ["devices", "--providers", "carrier-pigeon"], ["devices", "--json=yes"]])
     func badArgumentsAreUsageErrors(arguments: [String]) async throws {
