@@ -1,5 +1,5 @@
 // PCMSource: what an AirPlay receiver plays, decoded from route's served URL by GStreamer into 44.1 kHz 16-bit
-// stereo, in packets of 352 frames, as fast as the sender takes them. Blocking.
+// stereo (or, for route's desktop audio, fetched as it is), in packets of 352 frames, as the sender takes them. Blocking.
 
 import CGStreamer
 import CGStreamerApp
@@ -23,15 +23,19 @@ final class PCMSource: @unchecked Sendable {
     private let live: Bool
 
     /// Starts decoding `url`, served as `mimeType`; `live`: a live stream, of which only the newest 8 buffers are kept
-    /// while unread. What is already RAOP's samples (route's desktop audio, L16 at 44.1 kHz stereo) is only fetched:
-    /// no type finding, buffering, parsing or conversion, which were most of a live stream's CPU.
+    /// while unread. A live stream of RAOP's own samples (route's desktop audio, L16 at 44.1 kHz stereo) is only
+    /// fetched and cut into whole frames: no type finding, buffering or conversion, which were most of its CPU.
     /// - Throws: `LocalFailure` when GStreamer cannot build the pipeline.
     init(url: String, mimeType: String, live: Bool = false) throws {
         gst_init(nil, nil)
         self.live = live
         let sink = "appsink name=route_sink sync=false " + (live ? "max-buffers=8 drop=true" : "max-buffers=16 drop=false")
-        let raw = Self.isRAOPSamples(mimeType)
-        let description = raw ? "souphttpsrc name=route_src ! " + sink
+        // Whole frames into the sink, which drops whole buffers of a live stream while it is not read: an HTTP read
+        // ends where it likes, and a dropped piece of a frame would shift every sample after it.
+        let raw = live && Self.isRAOPSamples(mimeType)
+        let description = raw
+            ? "souphttpsrc name=route_src ! rawaudioparse use-sink-caps=false format=pcm pcm-format=s16be "
+                + "sample-rate=\(Self.sampleRate) num-channels=2 ! " + sink
             : "uridecodebin name=route_src ! audioconvert ! audioresample ! "
                 + "audio/x-raw,format=S16BE,rate=\(Self.sampleRate),channels=2,layout=interleaved ! " + sink
         var error: UnsafeMutablePointer<GError>?
@@ -74,11 +78,11 @@ final class PCMSource: @unchecked Sendable {
         // A live stream that came faster than it plays (the sound server's pushes and the silence filling a pause in
         // them overlap a little) would otherwise be heard later and later: beyond a tenth of a second, the oldest goes.
         if live {
-            take(waitingFor: 0)
+            take(waitingFor: 0, upTo: .max)
             if pending.count > Self.sampleRate / 10 * Self.bytesPerFrame { dropBacklog(keeping: 0.02) }
         }
         while pending.count < size, !ended {
-            if take(waitingFor: 0.2) {
+            if take(waitingFor: 0.2, upTo: size) {
                 continue
             } else if gst_app_sink_is_eos(appsink) != 0 {
                 ended = true
@@ -94,14 +98,14 @@ final class PCMSource: @unchecked Sendable {
         return packet
     }
 
-    /// Moves the decoded samples waiting in the sink to `pending`, waiting at most `seconds` for the first; whether
-    /// there were any.
+    /// Moves decoded samples waiting in the sink to `pending` until it holds `limit` bytes or the sink is empty,
+    /// waiting at most `seconds` for the first; whether there were any.
     @discardableResult
-    private func take(waitingFor seconds: Double) -> Bool {
+    private func take(waitingFor seconds: Double, upTo limit: Int) -> Bool {
         let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
         var took = false
         var wait = GstClockTime(seconds * 1e9)
-        while let sample = gst_app_sink_try_pull_sample(appsink, wait) {
+        while pending.count < limit, let sample = gst_app_sink_try_pull_sample(appsink, wait) {
             defer { gst_sample_unref(sample) }
             wait = 0
             took = true
@@ -120,7 +124,7 @@ final class PCMSource: @unchecked Sendable {
     /// the receiver was asked the time, or while paused, would otherwise delay the stream for as long as it plays.
     func dropBacklog(keeping cushion: Double = 0) {
         guard live else { return }
-        take(waitingFor: 0)
+        take(waitingFor: 0, upTo: .max)
         // Whole frames from the front: the stream may end in part of one (an HTTP read ends where it likes).
         let keep = Int(cushion * Double(Self.sampleRate)) * Self.bytesPerFrame
         let drop = (pending.count - keep) / Self.bytesPerFrame * Self.bytesPerFrame

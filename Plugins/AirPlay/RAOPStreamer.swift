@@ -1,6 +1,6 @@
 // RAOPStreamer: the UDP side of one AirPlay 1 session — audio packets sent from a PCMSource on a timeline of route's
-// (heard soon after a start, sent further ahead as it plays), a sync packet each second, answers to the receiver's
-// timing requests, packets resent when it asks — on threads of its own.
+// (heard soon after a start, sent further ahead as it plays), sync packets (ten a second in the first, then one),
+// answers to the receiver's timing requests, packets resent when it asks — on threads of its own.
 
 import Foundation
 import RouteCore
