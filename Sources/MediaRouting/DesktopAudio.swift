@@ -342,9 +342,10 @@ public final class DesktopAudio: Sendable {
         switch route.protocolName.lowercased() {
         case "dlna", "upnp": return .milliseconds(300)
         case "cast": return .milliseconds(800)
-        // 0.25 s asked of the receiver, the plugin's decoding, and the receiver's output buffer (shairport-sync writes
-        // 0.16 s after the sink's input in bench/airplay, 0.2 s ahead of its speaker).
-        case "airplay": return .milliseconds(350)
+        // The plugin's timeline plays sound 0.25 s after it reaches the plugin, and route's capture and HTTP come
+        // before: in bench/airplay shairport-sync writes a click 0.065-0.09 s after the sink takes it, its output set
+        // to write 0.2 s before a frame plays, so 0.27-0.29 s in all.
+        case "airplay": return .milliseconds(300)
         default: return .milliseconds(500)
         }
     }
