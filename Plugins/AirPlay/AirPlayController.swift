@@ -37,8 +37,8 @@ final class AirPlayController: RouteController {
     /// Frames the sync packets ask the receiver to hold before it plays one: with the 11025 receivers add, 1.5 s
     /// (classic AirPlay senders ask for 2 s). A start is heard sooner all the same: the streamer's timeline plays it
     /// after the receiver's 0.25 s, and sends faster until it is this far ahead. The lead is what lets a lost packet
-    /// be asked for again: shairport-sync 3.3.8 asks every 0.25 s while it has 0.3 s or more left (its stdout
-    /// backend; ALSA's 0.25 s), so once at 0.5 s of latency, five times at 1.5 s.
+    /// be asked for again: shairport-sync 3.3.8 asks every 0.25 s while 0.3 s or more is left (0.1 s and its output's
+    /// buffer: 0.2 s in the lab, 0.15 s with ALSA), so once at 0.5 s of latency, five times at 1.5 s.
     static let latency: UInt32 = 55125
     /// The same for a live stream (desktop audio): none, so 0.25 s with the receiver's own, as PipeWire's raop-sink
     /// asks (its sync packets' delay is 0) and shairport-sync plays; a live stream cannot be sent ahead.

@@ -125,10 +125,8 @@ final class PCMSource: @unchecked Sendable {
     func dropBacklog(keeping cushion: Double = 0) {
         guard live else { return }
         take(waitingFor: 0, upTo: .max)
-        // Whole frames from the front: the stream may end in part of one (an HTTP read ends where it likes).
         let keep = Int(cushion * Double(Self.sampleRate)) * Self.bytesPerFrame
-        let drop = (pending.count - keep) / Self.bytesPerFrame * Self.bytesPerFrame
-        if drop > 0 { pending = Data(pending.dropFirst(drop)) }
+        if pending.count > keep { pending = Data(pending.suffix(keep)) }
     }
 
     /// Jumps to `seconds` from the start; what was decoded before is dropped.
