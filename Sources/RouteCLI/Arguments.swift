@@ -8,6 +8,8 @@ package struct OptionSpec {
     /// The placeholder shown in help (`NAME`); nil for a flag that takes no value.
     package let value: String?
     package let help: String
+    /// Whether it may be given several times (`--to A --to B`); any other option given twice is refused.
+    package var repeats = false
 }
 
 /// What a command declares: its name, options, positional arguments, help text and examples.
@@ -28,9 +30,13 @@ package struct ParsedArguments {
     package var values: [String: String] = [:]
     package var flags: Set<String> = []
     package var positionals: [String] = []
+    /// Every value of an option that repeats, in order (its first is `values`' too).
+    package var repeated: [String: [String]] = [:]
 
-    /// The value of `--name`, if given.
+    /// The value of `--name`, if given (the first, for an option that repeats).
     package subscript(_ name: String) -> String? { values[name] }
+    /// Every value `--name` was given, in order.
+    package func all(_ name: String) -> [String] { repeated[name] ?? values[name].map { [$0] } ?? [] }
     /// Whether `--name` was given.
     package func has(_ name: String) -> Bool { flags.contains(name) || values[name] != nil }
 }
@@ -79,6 +85,11 @@ extension CommandSpec {
                 index += 1
             }
             // The one before is never dropped unsaid (`--to A --to B` played on B alone).
+            if option.repeats {
+                result.repeated[option.name, default: []].append(value)
+                if result.values[option.name] == nil { result.values[option.name] = value }
+                continue
+            }
             if let earlier = result.values[option.name] {
                 throw UsageError(description: "--\(option.name) is given twice (\"\(earlier)\", then \"\(value)\"); it takes one \(option.value!)")
             }

@@ -9,8 +9,9 @@ import Synchronization
 package enum CastThroughService {
     /// Whether `route cast` goes through the service: --detach and --pick always do (the service keeps the queue, or
     /// shows the picker), any other cast where the service is in use.
+    /// A cast to a group plays in this process: the service plays one device a session.
     package static func applies(_ parsed: ParsedArguments) -> Bool {
-        parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)
+        (parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)) && !GroupTargets.apply(to: parsed)
     }
 
     /// Casts the files through the service: until the queue ends (the session ends with this process), or with

@@ -56,13 +56,17 @@ package enum Control {
     }
 
     /// The answering side, inside `route cast`: applies a request to the session.
-    package static func handle(_ request: ControlRequest, session: QueueSession) async -> ControlReply {
+    /// `commands` take the command (the session by default; a group cast's reach every member), `device` is the one
+    /// the reply names (the session's by default; a group's).
+    package static func handle(_ request: ControlRequest, session: QueueSession, commands: (any SessionCommandTaker)? = nil,
+                               device: MediaDevice? = nil) async -> ControlReply {
+        let device = device ?? session.device
         do {
-            if let command = request.command { try await session.perform(command) }
+            if let command = request.command { try await (commands ?? session).perform(command) }
             let status = await session.playback
-            return ControlReply(ok: true, device: session.device, title: status.title, status: status)
+            return ControlReply(ok: true, device: device, title: status.title, status: status)
         } catch {
-            return ControlReply(ok: false, error: "\(error)", device: session.device)
+            return ControlReply(ok: false, error: "\(error)", device: device)
         }
     }
 }

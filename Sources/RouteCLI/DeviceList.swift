@@ -89,7 +89,15 @@ package enum DeviceList {
             }
             for device in fresh { printOutput(line(device)) }
         }
-        if json { print(try JSONOutput.string(devices)) }
+        // The groups the person keeps, as devices: after the list, for which of their members answer.
+        let groups: [MediaDevice]
+        do {
+            groups = try DeviceGroups.load().map { $0.device(among: devices) }
+        } catch {
+            groups = []
+            printError("route devices: groups are not listed: \(error)")
+        }
+        if json { print(try JSONOutput.string(devices + groups)) } else { for group in groups { printOutput(line(group)) } }
         return .success
     }
 

@@ -34,6 +34,10 @@ package enum CommonOptions {
     package static let timeout = OptionSpec(name: "timeout", value: "SECONDS", help: "how long to look for devices (default 3)")
     package static let to = OptionSpec(name: "to", value: "DEVICE",
                                help: "device name (exact, unique prefix or close), id, or address (IP, host:port, URL, mpd://HOST)")
+    /// `--to` for what plays on several devices at once: given again, or naming a group (`route group`).
+    package static let toEach = OptionSpec(name: "to", value: "DEVICE",
+                                           help: "device name (exact, unique prefix or close), id, address (IP, host:port, URL, mpd://HOST), or a group's name (route group); again for several devices at once",
+                                           repeats: true)
     package static let json = OptionSpec(name: "json", value: nil, help: "print JSON for scripts")
 
     package static func timeout(_ parsed: ParsedArguments) throws -> Double {

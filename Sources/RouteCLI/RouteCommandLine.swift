@@ -8,7 +8,7 @@ import RouteClient
 package enum RouteCommandLine {
     /// Every command, in the order `route --help` lists them.
     package static let commands: [CommandSpec] = [Specs.devices, Specs.cast, Specs.probe, Specs.serve, Specs.providers, Specs.plugins, Specs.browse, Specs.watch,
-                                            Specs.sink, Specs.pick, Specs.move, Specs.service]
+                                            Specs.sink, Specs.pick, Specs.move, Specs.group, Specs.service]
         + Specs.controls.map(\.spec) + [Specs.completion, Specs.manpage]
 
     /// Runs `route ARGUMENTS`: help, completion and the man page here, every other command by `perform` (the

@@ -14,7 +14,7 @@ package enum Specs {
     package static let cast = CommandSpec(
         name: "cast", summary: "play files, folders, playlists, URLs and web pages on a device", positionals: "FILE|FOLDER|PLAYLIST|URL...",
         minPositionals: 1, maxPositionals: .max,
-        options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers,
+        options: [CommonOptions.toEach, CommonOptions.timeout, CommonOptions.providers,
                   OptionSpec(name: "via", value: "PROTOCOL", help: "play every item over this protocol (cast, upnp, local) even where another route plays it better"),
                   OptionSpec(name: "image-duration", value: "SECONDS", help: "how long each picture shows before the next item (default 5)"),
                   OptionSpec(name: "subtitles", value: "FILE", help: "show these subtitles (.srt, .vtt) with every video, where the device shows text tracks"),
@@ -46,6 +46,9 @@ package enum Specs {
         Subtitles (a .srt or .vtt beside a video with its base name, --subtitles FILE, or a text stream inside
         the file) go as a WebVTT track to devices that show them (Cast).
         Casting to "This computer" or to an address starts no network discovery.
+        With --to given several times, or a group's name (`route group`), the queue plays on every device at once, from
+        this terminal (the route service plays one device a session: no --detach); the keys and route pause|seek|stop
+        --to GROUP reach them all; a device that fails or leaves is said once and the others play on.
         With --detach, the route service (`route service`) plays the queue: route returns once the device plays, and
         route pause|stop|status --to DEVICE, the desktop's media controls and apps control it.
         With --pick, the device is chosen in the route service's picker window (the terminal's picker where there is no
@@ -153,6 +156,23 @@ package enum Specs {
         one offers "Move…" (Ctrl+M).
         """,
         examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move"])
+
+    package static let group = CommandSpec(
+        name: "group", summary: "keep groups of devices that play as one: add, list, remove", positionals: "add|list|remove [NAME [DEVICE...]]",
+        minPositionals: 1, maxPositionals: .max,
+        options: [CommonOptions.timeout, CommonOptions.providers, CommonOptions.json],
+        details: """
+        A group is devices a person names together, across protocols (a DLNA renderer, a Cast speaker, an AirPlay
+        speaker): `route cast FILE --to NAME` then plays on all of them at once, and `route devices` lists it (kind
+        group). `add NAME DEVICE...` keeps a group, or adds devices to one; each device is first found on the network
+        (within --timeout) and kept by its id, so that a device renamed stays a member. `list` shows each group and which
+        of its devices answer now (--json: the groups as kept). `remove NAME` forgets a group; `remove NAME DEVICE...`
+        only those devices of it. Groups are kept in $XDG_CONFIG_HOME/route/groups.json (~/.config/route).
+        A member that is not on the network when a group is cast to is said, and the others play; --to given several
+        times plays on those devices at once without keeping a group.
+        """,
+        examples: ["route group add Downstairs Kitchen \"Living Room\"", "route group list", "route cast song.flac --to Downstairs",
+                   "route group remove Downstairs Kitchen", "route group remove Downstairs"])
 
     package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,

@@ -38,10 +38,20 @@ enum Cast {
         }
         do {
             let router = try Providers.router(parsed)
-            let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)
-            await probes.playing(on: device)
-            _ = try await probes.info(0)
-            let code = try await play(probes, on: device, router: router, options: options)
+            let code: ExitCode
+            if let targets = GroupTargets(parsed) {
+                let (group, members) = try await GroupChoice.resolve(targets, parsed, router: router)
+                await probes.playing(on: members[0])
+                _ = try await probes.info(0)
+                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings, log: CLILog.root)
+                code = try await play(cast, on: members, shownAs: group, probes: probes)
+            } else {
+                let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)
+                await probes.playing(on: device)
+                _ = try await probes.info(0)
+                let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
+                code = try await play(cast, on: [device], shownAs: device, probes: probes)
+            }
             await probes.cancel()
             return code
         } catch {
@@ -51,16 +61,15 @@ enum Cast {
         }
     }
 
-    /// Plays the queue in this process with status, keys, the control socket and the desktop's controls; the exit
-    /// code (interrupted by a signal, or the code of the first file that had to be skipped).
-    private static func play(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter,
-                             options: CastOptions) async throws -> ExitCode {
-        let cast = try QueuedCast(probes, on: device, router: router, settings: options.settings, log: CLILog.root)
-        defer { cast.preparer.close() }
-        let session = cast.session
-        try await OurCasts.checkFree(device, service: ServiceMode.mayAsk)
+    /// Plays the queue in this process with status, keys, the control socket and the desktop's controls, on `devices`
+    /// (one, or a group's members) shown as `device`; the exit code (interrupted by a signal, or the code of the first
+    /// file that had to be skipped).
+    private static func play(_ cast: some CastHere, on devices: [MediaDevice], shownAs device: MediaDevice,
+                             probes: ProbeAhead) async throws -> ExitCode {
+        defer { cast.close() }
+        for member in devices { try await OurCasts.checkFree(member, service: ServiceMode.mayAsk) }
         let control = try SessionControlServer(device: device) { request in
-            await Control.handle(request, session: session)
+            await Control.handle(request, session: cast.session, commands: cast.controls, device: device)
         }
         // Ends with this function, after any reply being written.
         async let _ = control.run()
@@ -68,16 +77,39 @@ enum Cast {
         // a person at a terminal is told once; a script or a service is not (it has no desktop to miss).
         let saysUnavailable = isatty(STDERR_FILENO) == 1
         let published = Task { @MainActor in
-            await CastPublication.run(session, probes: probes) { reason in
+            await CastPublication.run(cast.published, probes: probes) { reason in
                 if saysUnavailable { printError("route cast: \(reason)", overStatus: true) }
             }
         }
         defer { published.cancel() }
         return try await CastTerminal.drive(cast, device: device, beforeExit: { PluginProvider.killAll() }) {
             try await cast.run()
-            return await session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
+            return await cast.session.skipped.first.map { ExitCode(for: $0.error) } ?? .success
         }
     }
+}
+
+/// A cast `route cast` plays in this process: on one device (`QueuedCast`) or on a group's (`GroupCast`).
+protocol CastHere: DrivenCast {
+    /// The session whose playback answers `route status` (a group's lead).
+    var session: QueueSession { get }
+    /// What the desktop's media controls show and command.
+    var published: any PlayingCast { get }
+    /// Plays the queue until it ends.
+    func run() async throws
+    /// Stops serving its files.
+    func close()
+}
+
+extension QueuedCast: CastHere {
+    var published: any PlayingCast { session }
+    func close() { preparer.close() }
+}
+
+extension GroupCast: CastHere {
+    package func playbackEvents() -> AsyncStream<QueueEvent> { events }
+    package var controls: any SessionCommandTaker { self }
+    var published: any PlayingCast { self }
 }
 
 extension QueuedCast: DrivenCast {
@@ -89,12 +121,8 @@ extension QueuedCast: DrivenCast {
 /// or with the picker.
 enum DeviceChoice {
     static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
-        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
-            if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
-            // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
-            if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
-            guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
+            if let device = try await withoutDiscovery(query, providers: providers, router: router) { return device }
             let timeout = try CommonOptions.timeout(parsed)
             let device = try await router.discovering {
                 try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: parsed["via"])
@@ -104,5 +132,58 @@ enum DeviceChoice {
         }
         // The only device heard, or the one chosen at the terminal (This computer alone: at once).
         return try await RouterDevices(router).onlyOrChosen(within: try CommonOptions.timeout(parsed))
+    }
+
+    /// The device `query` names when finding it needs no discovery: an address (asked directly), This computer by its
+    /// name, its id, or a prefix of its name ("this"), or any device when only This computer's provider runs.
+    static func withoutDiscovery(_ query: String, providers: [any RouteProvider], router: MediaRouter) async throws -> MediaDevice? {
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
+        if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
+        if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
+        guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
+        return nil
+    }
+}
+
+/// Finds the devices of a group cast, all at once within --timeout: each device named after `--to` as a cast to it
+/// alone finds it (one not found ends the cast), and a kept group's members by the route id they were kept with (one
+/// not found is said and left out: the group plays on the others).
+enum GroupChoice {
+    static func resolve(_ targets: GroupTargets, _ parsed: ParsedArguments, router: MediaRouter) async throws -> (group: MediaDevice, members: [MediaDevice]) {
+        let timeout = try CommonOptions.timeout(parsed)
+        let providers = router.providers
+        let via = parsed["via"]
+        let found: [MediaDevice?] = try await router.discovering {
+            try await withThrowingTaskGroup(of: (Int, MediaDevice?).self) { group in
+                for (index, member) in targets.members.enumerated() {
+                    group.addTask {
+                        switch member {
+                        case .query(let query):
+                            if let device = try await DeviceChoice.withoutDiscovery(query, providers: providers, router: router) { return (index, device) }
+                            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: via)
+                            CastTerminal.sayMeaning(of: query, device)
+                            return (index, device)
+                        case .kept(let kept, let name):
+                            do {
+                                return (index, try await DeviceLookup.find(kept.id, router: router, providers: providers, timeout: timeout, via: via))
+                            } catch let error as RouteError where error.code == .unknownDevice {
+                                printError("route cast: \(kept.name), of \(name), was not found; \(name) plays without it")
+                                return (index, nil)
+                            }
+                        }
+                    }
+                }
+                var found = [MediaDevice?](repeating: nil, count: targets.members.count)
+                for try await (index, device) in group { found[index] = device }
+                return found
+            }
+        }
+        var seen = Set<String>()
+        let members = found.compactMap { $0 }.filter { seen.insert($0.id).inserted }
+        guard !members.isEmpty else {
+            throw RouteError(.unknownDevice, "none of \(targets.name)'s devices was found; run `route devices` to see what answers")
+        }
+        let group = DeviceGroup(name: targets.name, members: members.map(DeviceGroup.Member.init)).device(among: members)
+        return (group, members)
     }
 }

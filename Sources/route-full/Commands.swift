@@ -27,6 +27,11 @@ enum RouteCommands {
         case "move": return try await MoveThroughService.run(parsed)
         case "pick" where ServiceMode.applies(parsed): return try await Pick.throughService(parsed)
         case "pick": return try await Pick.inTerminal(parsed, from: RouterDevices(try Providers.router(parsed)))
+        case "group":
+            return try await GroupCommand.run(parsed) {
+                if ServiceMode.applies(parsed) { return ServiceDevices(try await ServiceMode.connect()) }
+                return RouterDevices(try Providers.router(parsed))
+            }
         case "service": return try await ServiceCommand.run(parsed)
         case "plugins": return try PluginsCommand.run(parsed)
         default: return try await Control.run(name, parsed, observe: ObservedStatus.report)

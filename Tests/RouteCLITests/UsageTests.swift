@@ -168,10 +168,10 @@ import Testing
     }
 
     /// An option that takes one value, given twice: refused in one line, not the first dropped unsaid (`--to A
-    /// --to B` played on B alone).
+    /// --to B` played on B alone; a cast's --to repeats now, a control's does not).
     @Test func anOptionGivenTwiceIsAUsageError() async throws {
         try await inSandbox { sandbox in
-            let result = try await sandbox.run(["cast", "song.wav", "--to", "Kitchen", "--to=Hall"])
+            let result = try await sandbox.run(["pause", "--to", "Kitchen", "--to=Hall"])
             #expect(result.status == 2 && result.stderrLines.count == 1, "\(result)")
             #expect(result.stderr.contains("--to is given twice (\"Kitchen\", then \"Hall\")"), "\(result)")
         }

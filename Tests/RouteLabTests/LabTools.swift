@@ -185,9 +185,9 @@ enum Lab {
         value("CurrentTransportState", in: try soap("AVTransport", "GetTransportInfo")) ?? "?"
     }
 
-    /// The renderer's own RelTime, in seconds.
-    static func position() throws -> Double {
-        let text = value("RelTime", in: try soap("AVTransport", "GetPositionInfo")) ?? ""
+    /// A renderer's own RelTime, in seconds (the lab's renderer's unless another's description is given).
+    static func position(at description: String = renderer) throws -> Double {
+        let text = value("RelTime", in: try soap("AVTransport", "GetPositionInfo", at: description)) ?? ""
         return text.split(separator: ":").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
     }
 

@@ -136,6 +136,8 @@ public final class Sandbox: Sendable {
         environment["XDG_CACHE_HOME"] = root + "/cache"
         // Where casts remember positions: the sandbox's, not the user's.
         environment["XDG_STATE_HOME"] = root + "/state"
+        // Where groups and passwords are kept: the sandbox's.
+        environment["XDG_CONFIG_HOME"] = root + "/config"
         environment.merge(extra) { $1 }
         return environment
     }

@@ -1,0 +1,75 @@
+// GroupLabTests: one cast on two renderers at once in the lab — a group kept, listed, cast to by name, paused, played,
+// seeked and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other playing.
+
+import Foundation
+import RouteCore
+import RouteTestSupport
+import Testing
+
+extension LabTests {
+    @Suite struct GroupLabTests {
+        private let upnp = ["ROUTE_PROVIDERS": "upnp"]
+        private static let second = "http://10.77.0.2:49496/description.xml"
+        private static let secondName = "Lab Renderer 2"
+
+        /// Both renderers' transport states, the first's first.
+        private func states() throws -> [String] { [try Lab.transportState(), try Lab.transportState(at: Self.second)] }
+
+        @Test func aKeptGroupPlaysOnEveryMemberAndEveryCommandReachesThemAll() async throws {
+            try Lab.control("start-second-renderer")
+            defer { try? Lab.control("stop-second-renderer") }
+            try await Lab.stopRenderer()
+            try await inSandbox { sandbox in
+                let added = try await sandbox.run(["group", "add", "Both", Lab.rendererName, Self.secondName], environment: upnp)
+                #expect(added.status == 0 && added.stdout == "Both: \(Lab.rendererName), \(Self.secondName)\n", "\(added)")
+                let listed = try await sandbox.run(["devices", "--timeout", "2"], environment: upnp)
+                #expect(listed.stdoutLines.contains { $0.hasPrefix("Both ") && $0.contains("group") && $0.hasSuffix("\(Lab.rendererName) + \(Self.secondName)") },
+                        "\(listed)")
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let cast = try sandbox.start(["cast", wav, "--to", "Both"], environment: upnp)
+                try await Lab.until("both renderers play", within: 10, meanwhile: { cast.stdout + cast.stderr }) { try states() == ["PLAYING", "PLAYING"] }
+                #expect(cast.stdout.contains("playing: long on Both"), "\(cast.stdout)")
+                let paused = try await sandbox.run(["pause", "--to", "Both"], environment: upnp)
+                #expect(paused.status == 0, "\(paused)")
+                try await Lab.until("both renderers are paused", within: 5) { try states() == ["PAUSED_PLAYBACK", "PAUSED_PLAYBACK"] }
+                let sought = try await sandbox.run(["seek", "12", "--to", "Both"], environment: upnp)
+                #expect(sought.status == 0, "\(sought)")
+                let played = try await sandbox.run(["play", "--to", "Both"], environment: upnp)
+                #expect(played.status == 0, "\(played)")
+                try await Lab.until("both renderers play from 12 s", within: 5) {
+                    try states() == ["PLAYING", "PLAYING"] && Lab.position() >= 12 && Lab.position(at: Self.second) >= 12
+                }
+                cast.signal(SIGTERM)
+                let stopped = await cast.finish(within: 10)
+                #expect(stopped.status == 130 && stopped.stdout.contains("stopped: long on Both"), "\(stopped)")
+                #expect(try states() == ["STOPPED", "STOPPED"])
+                let removed = try await sandbox.run(["group", "remove", "Both"], environment: upnp)
+                #expect(removed.status == 0 && removed.stdout == "Both: forgotten\n", "\(removed)")
+            }
+        }
+
+        @Test func aMemberThatVanishesMidCastLeavesTheOtherPlaying() async throws {
+            try Lab.control("start-second-renderer")
+            defer { try? Lab.control("stop-second-renderer") }
+            try await Lab.stopRenderer()
+            defer { try? Lab.control("start-renderer") }
+            try await inSandbox { sandbox in
+                let wav = try await sandbox.wav("long.wav", seconds: 30)
+                let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName, "--to", Self.secondName], environment: upnp)
+                try await Lab.until("both renderers play", within: 10, meanwhile: { cast.stdout + cast.stderr }) { try states() == ["PLAYING", "PLAYING"] }
+                #expect(cast.stdout.contains("playing: long on \(Lab.rendererName) + \(Self.secondName)"), "\(cast.stdout)")
+                try Lab.control("kill-renderer", "--hard")
+                try await Lab.until("the cast says the renderer left", within: 20, meanwhile: { cast.stderr }) {
+                    cast.stderr.contains("\(Lab.rendererName) left the group:") && cast.stderr.contains("\(Self.secondName) play on")
+                }
+                #expect(try Lab.transportState(at: Self.second) == "PLAYING")
+                #expect(cast.isRunning, "the cast plays on: \(cast.stdout)")
+                let stopped = try await sandbox.run(["stop"], environment: upnp)
+                #expect(stopped.status == 0, "\(stopped)")
+                let ended = await cast.finish(within: 10)
+                #expect(ended.status == 0 && ended.stderrLines.count == 1, "\(ended)")
+                #expect(try Lab.transportState(at: Self.second) == "STOPPED")
+            }
+        }
+    }
+}
