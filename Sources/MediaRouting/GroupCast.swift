@@ -7,7 +7,8 @@ import RouteCore
 import RouteMedia
 import Synchronization
 
-/// A queue of probed files on several devices at once. The cast's statuses are its lead's (the first member still
+/// A queue of probed files on several devices at once, started together: each member loads the first item, and
+/// once all have it (or failed), all are played at one instant. The cast's statuses are its lead's (the first member still
 /// playing), shown as the group's; it ends when every member has ended.
 public final class GroupCast: Sendable {
     /// The queue's files, probed ahead (shared by every member).
@@ -20,6 +21,8 @@ public final class GroupCast: Sendable {
     private let members: [QueuedCast]
     /// The servers made for the members when none were given (closed when the cast ends).
     private let ownServers: MediaServers?
+    /// Holds each member's first play until every member has its first item loaded.
+    private let start: StartTogether
     private let said: AsyncStream<QueueEvent>.Continuation
     private let statuses = Broadcast<QueueStatus>()
     private struct State {
@@ -38,7 +41,12 @@ public final class GroupCast: Sendable {
         precondition(!devices.isEmpty, "a group cast has a member")
         let shared = servers ?? MediaServers(log: log)
         ownServers = servers == nil ? shared : nil
-        members = try devices.map { try QueuedCast(probes, on: $0, router: router, settings: settings, servers: shared, resume: resume, log: log) }
+        let start = StartTogether(members: devices.count)
+        self.start = start
+        members = try devices.indices.map { index in
+            try QueuedCast(probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
+                           beforeFirstPlay: { await start.arrive(index) })
+        }
         self.probes = probes
         device = group
         (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -86,6 +94,7 @@ public final class GroupCast: Sendable {
             }
             var failures: [Int: any Error] = [:]
             for await case let (index, failure)? in group {
+                start.leave(index)
                 let others = state.withLock { state in
                     state.ended.insert(index)
                     return members.indices.filter { !state.ended.contains($0) }
@@ -124,12 +133,13 @@ public final class GroupCast: Sendable {
         }
     }
 
-    /// Does `command` on every member still playing, at once. A toggle, a step and a relative seek are decided by the
+    /// Does `command` on every member still playing, at once (a stop before they play: none of them plays). A toggle, a step and a relative seek are decided by the
     /// lead (so that the members stay alike): pause or play, a level, a position.
     /// - Throws: the first member's error, when no member took it; a member that refuses while others take it is said.
     public func perform(_ command: SessionCommand) async throws {
         let playing = state.withLock { state in members.indices.filter { !state.ended.contains($0) } }
         guard let lead = playing.first else { return try await members[0].session.perform(command) }
+        if command == .stop { start.callOff() }
         let decided = try await alike(command, lead: members[lead].session)
         let errors = await withTaskGroup(of: (Int, (any Error)?).self) { group in
             for index in playing {
@@ -162,3 +172,60 @@ public final class GroupCast: Sendable {
 }
 
 extension GroupCast: PlayingCast {}
+
+/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together.
+private final class StartTogether: Sendable {
+    private struct State {
+        var arrived: Set<Int> = []
+        var left: Set<Int> = []
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+        /// Once let go: whether to play (false: the cast was stopped first).
+        var outcome: Bool?
+    }
+    private let count: Int
+    private let state = Mutex(State())
+
+    init(members count: Int) { self.count = count }
+
+    /// Member `member` has its first item loaded; returns when every member has (true: play it now), or when the cast
+    /// was stopped or its task cancelled first (false).
+    func arrive(_ member: Int) async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let outcome = state.withLock { state -> Bool? in
+                    if let outcome = state.outcome { return outcome }
+                    state.arrived.insert(member)
+                    state.waiting.append(continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(returning: outcome) } else { letGoIfAllArrived() }
+            }
+        } onCancel: {
+            letGo(false)
+        }
+    }
+
+    /// Member `member` will not arrive (its session ended): the others need not wait for it.
+    func leave(_ member: Int) {
+        state.withLock { _ = $0.left.insert(member) }
+        letGoIfAllArrived()
+    }
+
+    /// The cast stops: whoever waits does not play, and nobody waits any more.
+    func callOff() { letGo(false) }
+
+    private func letGoIfAllArrived() {
+        let all = state.withLock { $0.arrived.union($0.left).count >= count }
+        if all { letGo(true) }
+    }
+
+    private func letGo(_ play: Bool) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            if state.outcome == nil { state.outcome = play }
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        let outcome = state.withLock { $0.outcome ?? play }
+        for continuation in waiting { continuation.resume(returning: outcome) }
+    }
+}

@@ -22,8 +22,10 @@ public struct QueuedCast: Sendable {
     /// A cast of `probes` to `device` through `router`'s controllers, its files served by `servers` (shared with other
     /// casts) or by servers of its own that log to `log`; where each item stops is kept in `resume`.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
+    /// `beforeFirstPlay` is the session's (`QueueSession.Options`): a group's members start together.
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
-                servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard) throws {
+                servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard,
+                beforeFirstPlay: (@Sendable () async -> Bool)? = nil) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
@@ -37,6 +39,7 @@ public struct QueuedCast: Sendable {
         }
         options.loops = settings.loops
         options.firstItem = settings.firstItem
+        options.beforeFirstPlay = beforeFirstPlay
         let starts = StartPositions(first: settings.start, firstItem: settings.firstItem, keys: probes.entries.map(\.location),
                                     store: settings.resumes ? resume : nil)
         options.startPosition = { starts.position(of: $0) }

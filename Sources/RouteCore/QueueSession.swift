@@ -73,6 +73,8 @@ public actor QueueSession {
     /// Where the current item starts when it is loaded again (its fallback): where it was moved to start before.
     private var startAgain: Double?
     private var finished = false
+    /// Whether `Options.beforeFirstPlay` was awaited.
+    private var passedFirstPlay = false
     /// When `stop()` was first called: the device has `stopDeadline` from then to confirm.
     private var stopAsked: ContinuousClock.Instant?
     private var errors: [(index: Int, error: any Error)] = []
@@ -429,11 +431,14 @@ public actor QueueSession {
         shownSince = nil
         loadedAt = .now
         arrived()
+        let gate = passedFirstPlay ? nil : options.beforeFirstPlay
+        passedFirstPlay = true
         do {
-            try await controller.load(item, autoplay: true)
+            try await controller.load(item, autoplay: gate == nil)
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
             try await fallBack(because: error.reason ?? error.description)
         }
+        if let gate, await gate(), !stopping { try await controller.play() }
         // A stop asked for while the device took the item may have reached it before the item's play did, and the
         // device would play on with nobody to stop it: it is stopped again, now that it has the item.
         if stopping { try? await controller.stop() }
