@@ -35,9 +35,12 @@ public final class GroupCast: Sendable {
 
     /// A cast of `probes` to each of `devices` (at least one), shown as `group`, each member made as `QueuedCast`
     /// makes one, all served by `servers` (else by servers of the group's own); nothing plays until `run()`.
+    /// `delays` are the seconds of sound a device of that id holds back beyond others (`route group delay`); a device
+    /// without one holds back what its protocol typically does (`StartDelays`).
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of a member.
     public init(_ probes: ProbeAhead, on devices: [MediaDevice], as group: MediaDevice, router: MediaRouter, settings: CastSettings,
-                servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard) throws {
+                delays: [String: Double] = [:], servers: MediaServers? = nil, resume: ResumePositions = .shared,
+                log: RouteLog = .discard) throws {
         precondition(!devices.isEmpty, "a group cast has a member")
         let shared = servers ?? MediaServers(log: log)
         ownServers = servers == nil ? shared : nil
@@ -45,7 +48,7 @@ public final class GroupCast: Sendable {
         self.start = start
         members = try devices.indices.map { index in
             try QueuedCast(probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
-                           beforeFirstPlay: { await start.arrive(index) })
+                           beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) })
         }
         self.probes = probes
         device = group
@@ -173,10 +176,13 @@ public final class GroupCast: Sendable {
 
 extension GroupCast: PlayingCast {}
 
-/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together.
+/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together:
+/// the one that holds its sound back longest first, each other later by as much less as it holds back.
 private final class StartTogether: Sendable {
     private struct State {
         var arrived: Set<Int> = []
+        /// What each member that arrived holds back, in seconds.
+        var holdsBack: [Int: Double] = [:]
         var left: Set<Int> = []
         var waiting: [CheckedContinuation<Bool, Never>] = []
         /// Once let go: whether to play (false: the cast was stopped first).
@@ -187,14 +193,16 @@ private final class StartTogether: Sendable {
 
     init(members count: Int) { self.count = count }
 
-    /// Member `member` has its first item loaded; returns when every member has (true: play it now), or when the cast
-    /// was stopped or its task cancelled first (false).
-    func arrive(_ member: Int) async -> Bool {
-        await withTaskCancellationHandler {
+    /// Member `member` has its first item loaded, and holds its sound back `seconds` once played; returns when every
+    /// member has and it is its moment (true: play it now), or when the cast was stopped or its task cancelled first
+    /// (false).
+    func arrive(_ member: Int, holdingBack seconds: Double) async -> Bool {
+        let go = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let outcome = state.withLock { state -> Bool? in
                     if let outcome = state.outcome { return outcome }
                     state.arrived.insert(member)
+                    state.holdsBack[member] = seconds
                     state.waiting.append(continuation)
                     return nil
                 }
@@ -203,6 +211,9 @@ private final class StartTogether: Sendable {
         } onCancel: {
             letGo(false)
         }
+        let longest = state.withLock { $0.holdsBack.values.max() ?? 0 }
+        if go, longest - seconds > 0.001 { try? await Task.sleep(for: .milliseconds(Int(((longest - seconds) * 1000).rounded()))) }
+        return go && !Task.isCancelled
     }
 
     /// Member `member` will not arrive (its session ended): the others need not wait for it.

@@ -25,7 +25,7 @@ public struct QueuedCast: Sendable {
     /// `beforeFirstPlay` is the session's (`QueueSession.Options`): a group's members start together.
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
                 servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard,
-                beforeFirstPlay: (@Sendable () async -> Bool)? = nil) throws {
+                beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)? = nil) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }

@@ -33,8 +33,14 @@ package enum GroupCommand {
             } else {
                 printOutput("\(words[1]): forgotten")
             }
+        case "delay":
+            guard (2...3).contains(words.count) else { throw UsageError(description: "group delay needs a DEVICE, and a delay to set; usage: \(Specs.group.usage)") }
+            let seconds = try words.count == 3 ? delay(words[2]) : nil
+            let device = try DeviceMatcher.pick(words[1], in: try await source().devices(within: try CommonOptions.timeout(parsed)))
+            if let seconds { try DeviceGroups.setDelay(seconds, of: device) }
+            printOutput(delayLine(device, set: DeviceGroups.delay(of: device, in: try DeviceGroups.delays())))
         default:
-            throw UsageError(description: "unknown action \"\(words[0])\": add, list or remove; usage: \(Specs.group.usage)")
+            throw UsageError(description: "unknown action \"\(words[0])\": add, list, remove or delay; usage: \(Specs.group.usage)")
         }
         return .success
     }
@@ -87,6 +93,25 @@ package enum GroupCommand {
         if left == nil { groups.remove(at: index) } else if let left { groups[index] = left }
         try DeviceGroups.save(groups)
         return left
+    }
+
+    /// The seconds `text` says (`120ms`, `0.12s`, `-20`: milliseconds when it names no unit); nil for `typical` (the
+    /// protocol's own, the delay set forgotten).
+    static func delay(_ text: String) throws(UsageError) -> Double?? {
+        if text == "typical" { return .some(nil) }
+        let lowered = text.lowercased()
+        let (number, scale) = lowered.hasSuffix("ms") ? (lowered.dropLast(2), 0.001) : lowered.hasSuffix("s") ? (lowered.dropLast(), 1.0) : (Substring(lowered), 0.001)
+        guard let value = Double(number.hasPrefix("+") ? number.dropFirst() : number), value.isFinite, abs(value * scale) <= 5 else {
+            throw UsageError(description: "\"\(text)\" is not a delay: give milliseconds (120ms, -20ms) or seconds (0.12s) within 5 s, or typical")
+        }
+        return .some(value * scale)
+    }
+
+    /// `Lab AirPlay: holds its sound back 155 ms (typical of AirPlay)`, or `… 120 ms (set with route group delay)`.
+    static func delayLine(_ device: MediaDevice, set: Double?) -> String {
+        let seconds = set ?? StartDelays.typical(of: device.primary)
+        let why = set == nil ? "typical of \(device.protocols.first ?? "its protocol")" : "set with route group delay"
+        return "\(DisplayText.clean(device.name)): holds its sound back \(Int((seconds * 1000).rounded())) ms (\(why))"
     }
 
     /// `Downstairs: Kitchen, Living Room (not on the network)`; without `heard`, the members alone.

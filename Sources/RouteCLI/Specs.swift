@@ -158,7 +158,8 @@ package enum Specs {
         examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move"])
 
     package static let group = CommandSpec(
-        name: "group", summary: "keep groups of devices that play as one: add, list, remove", positionals: "add|list|remove [NAME [DEVICE...]]",
+        name: "group", summary: "keep groups of devices that play as one: add, list, remove, delay",
+        positionals: "add NAME DEVICE...|list|remove NAME [DEVICE...]|delay DEVICE [DELAY]",
         minPositionals: 1, maxPositionals: .max,
         options: [CommonOptions.timeout, CommonOptions.providers, CommonOptions.json],
         details: """
@@ -168,11 +169,17 @@ package enum Specs {
         (within --timeout) and kept by its id, so that a device renamed stays a member. `list` shows each group and which
         of its devices answer now (--json: the groups as kept). `remove NAME` forgets a group; `remove NAME DEVICE...`
         only those devices of it. Groups are kept in $XDG_CONFIG_HOME/route/groups.json (~/.config/route).
+        The members of a group start together: each loads the first item, then all are played at one instant, each
+        earlier by as much as it holds its sound back beyond the others. `delay DEVICE` says how much that is for a
+        device (by default what its protocol typically holds back, measured in the lab: AirPlay 155 ms beyond a DLNA
+        renderer, others 0); `delay DEVICE 120ms` sets it for that device (milliseconds, or 0.12s; negative for a
+        device that plays ahead; `typical` forgets it): a speaker with a long sound path, a TV that delays sound for
+        its picture.
         A member that is not on the network when a group is cast to is said, and the others play; --to given several
         times plays on those devices at once without keeping a group.
         """,
         examples: ["route group add Downstairs Kitchen \"Living Room\"", "route group list", "route cast song.flac --to Downstairs",
-                   "route group remove Downstairs Kitchen", "route group remove Downstairs"])
+                   "route group delay Kitchen 120ms", "route group remove Downstairs Kitchen", "route group remove Downstairs"])
 
     package static let probe = CommandSpec(
         name: "probe", summary: "show what a media file or URL contains", positionals: "FILE|URL", minPositionals: 1, maxPositionals: 1,

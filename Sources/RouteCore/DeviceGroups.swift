@@ -1,5 +1,6 @@
-// DeviceGroups: the groups a person names and keeps (`route group add Downstairs Kitchen "Living Room"`), in
-// $XDG_CONFIG_HOME/route/groups.json, and a group as the device that lists show and `--to` names.
+// DeviceGroups: the groups a person names and keeps (`route group add Downstairs Kitchen "Living Room"`) and the delay
+// set for a device (`route group delay`), in $XDG_CONFIG_HOME/route/groups.json, and a group as the device that lists
+// show and `--to` names.
 
 import Foundation
 
@@ -59,18 +60,41 @@ public enum DeviceGroups {
     }
 
     private struct Stored: Codable {
-        var groups: [DeviceGroup]
+        var groups: [DeviceGroup] = []
+        /// Seconds of sound a device holds back beyond what its protocol typically does, by route id.
+        var delays: [String: Double]?
     }
 
     /// The groups kept, none when there is no file.
     /// - Throws: `RouteError` (`badInput`) when the file cannot be read or is not route's groups, saying where it is.
-    public static func load() throws(RouteError) -> [DeviceGroup] {
+    public static func load() throws(RouteError) -> [DeviceGroup] { try stored().groups }
+
+    /// The delays set with `route group delay`: seconds a device holds its sound back, by the id of a route of it.
+    public static func delays() throws(RouteError) -> [String: Double] { try stored().delays ?? [:] }
+
+    /// The delay set for `device` (by any of its routes), if any.
+    public static func delay(of device: MediaDevice, in delays: [String: Double]) -> Double? {
+        device.routes.lazy.compactMap { delays[$0.id] }.first
+    }
+
+    /// Keeps `seconds` as `device`'s delay (under its id; nil forgets it, under any of its routes).
+    /// - Throws: `RouteError` when the file cannot be read or written.
+    public static func setDelay(_ seconds: Double?, of device: MediaDevice) throws(RouteError) {
+        var kept = try stored()
+        var delays = kept.delays ?? [:]
+        for route in device.routes { delays[route.id] = nil }
+        delays[device.id] = seconds
+        kept.delays = delays.isEmpty ? nil : delays
+        try write(kept)
+    }
+
+    private static func stored() throws(RouteError) -> Stored {
         guard let data = FileManager.default.contents(atPath: file) else {
-            guard FileManager.default.fileExists(atPath: file) else { return [] }
+            guard FileManager.default.fileExists(atPath: file) else { return Stored() }
             throw RouteError(.notSetUp, "cannot read \(file); check its permissions")
         }
         do {
-            return try JSONDecoder().decode(Stored.self, from: data).groups
+            return try JSONDecoder().decode(Stored.self, from: data)
         } catch {
             throw RouteError(.badInput, "\(file) does not hold route's groups (\(error.localizedDescription)); mend it, or remove it to start again")
         }
@@ -85,10 +109,30 @@ public enum DeviceGroups {
     /// Keeps `groups` in place of those kept, whole or not at all.
     /// - Throws: `RouteError` (`badInput`) when the file cannot be written.
     public static func save(_ groups: [DeviceGroup]) throws(RouteError) {
+        var kept = try stored()
+        kept.groups = groups
+        try write(kept)
+    }
+
+    private static func write(_ kept: Stored) throws(RouteError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(Stored(groups: groups)), UserState.write(data, to: file) else {
+        guard let data = try? encoder.encode(kept), UserState.write(data, to: file) else {
             throw RouteError(.notSetUp, "cannot write \(file); check that its folder is writable")
         }
+    }
+}
+
+/// What a device of each protocol typically holds back between being played and its sound, beyond a DLNA renderer
+/// (gmediarender, the reference): measured in the lab with bench/multiroom, at each protocol's first play after a load.
+public enum StartDelays {
+    /// AirPlay (route's plugin to shairport-sync): sound 0.25 s after play, on its own timeline, where gmediarender's
+    /// comes about 0.1 s after its Play (bench/multiroom: +155 ms).
+    public static let airPlay = 0.155
+
+    /// The seconds `route`'s protocol typically holds sound back (0 but for AirPlay: the Cast receiver played 5 ms
+    /// ahead of gmediarender, which is within what a group is asked to hold).
+    public static func typical(of route: MediaRoute) -> Double {
+        route.isReached(via: "airplay") ? airPlay : 0
     }
 }

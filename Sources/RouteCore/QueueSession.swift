@@ -438,7 +438,7 @@ public actor QueueSession {
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
             try await fallBack(because: error.reason ?? error.description)
         }
-        if let gate, await gate(), !stopping { try await controller.play() }
+        if let gate, await gate(controller.route), !stopping { try await controller.play() }
         // A stop asked for while the device took the item may have reached it before the item's play did, and the
         // device would play on with nobody to stop it: it is stopped again, now that it has the item.
         if stopping { try? await controller.stop() }

@@ -56,10 +56,10 @@ extension QueueSession {
         /// Where an item starts (seconds in), asked once per item as it first plays: `--start` for the first item, a
         /// remembered position (`--resume`); nil or 0 from the start.
         public var startPosition: @Sendable (_ index: Int) -> Double? = { _ in nil }
-        /// Awaited once, when the first item is loaded on the device (not playing yet) and before it is played: several
-        /// devices playing one queue (a group cast) start together. False: it is not played (the cast is stopping).
-        /// Nil: the first item plays as it loads.
-        public var beforeFirstPlay: (@Sendable () async -> Bool)?
+        /// Awaited once, with the route it is on, when the first item is loaded on the device (not playing yet) and
+        /// before it is played: several devices playing one queue (a group cast) start together. False: it is not
+        /// played (the cast is stopping). Nil: the first item plays as it loads.
+        public var beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)?
 
         /// Options; by default 20 s to start, 5 s a picture, 6 s to fetch.
         public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5),

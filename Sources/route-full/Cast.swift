@@ -43,7 +43,11 @@ enum Cast {
                 let (group, members) = try await GroupChoice.resolve(targets, parsed, router: router)
                 await probes.playing(on: members[0])
                 _ = try await probes.info(0)
-                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings, log: CLILog.root)
+                // A broken groups file is said by `route group list`; here, members hold back what they typically do.
+                let set = (try? DeviceGroups.delays()) ?? [:]
+                let delays = members.reduce(into: [String: Double]()) { $0[$1.id] = DeviceGroups.delay(of: $1, in: set) }
+                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings, delays: delays,
+                                         log: CLILog.root)
                 code = try await play(cast, on: members, shownAs: group, probes: probes)
             } else {
                 let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)

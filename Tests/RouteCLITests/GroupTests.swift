@@ -68,6 +68,28 @@ import Testing
         }
     }
 
+    /// A device's delay: what its protocol typically holds back until one is set, in milliseconds or seconds, and
+    /// forgotten with `typical`; a delay that is none is a usage error.
+    @Test func aDevicesDelayIsTypicalUntilSetAndForgotten() async throws {
+        try await inSandbox { sandbox in
+            func delay(_ words: String...) async throws -> RouteResult {
+                try await sandbox.run(["group", "delay", "this"] + words + ["--timeout", "0.5"])
+            }
+            let typical = try await delay()
+            #expect(typical.status == 0 && typical.stdout == "This computer: holds its sound back 0 ms (typical of local)\n", "\(typical)")
+            let set = try await delay("0.12s")
+            #expect(set.status == 0 && set.stdout == "This computer: holds its sound back 120 ms (set with route group delay)\n", "\(set)")
+            let kept = try await delay()
+            #expect(kept.stdout == set.stdout, "\(kept)")
+            let negative = try await delay("-20")
+            #expect(negative.stdout.contains("holds its sound back -20 ms (set"), "\(negative)")
+            let forgotten = try await delay("typical")
+            #expect(forgotten.stdout == typical.stdout, "\(forgotten)")
+            let wrong = try await delay("soon")
+            #expect(wrong.status == 2 && wrong.stderr.contains("\"soon\" is not a delay"), "\(wrong)")
+        }
+    }
+
     private func file(_ sandbox: Sandbox) -> String { sandbox.root + "/config/route/groups.json" }
 
     private func write(_ groups: [DeviceGroup], _ sandbox: Sandbox) throws {
