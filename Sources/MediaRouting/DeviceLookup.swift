@@ -1,6 +1,6 @@
 // DeviceLookup: the device a person names — by address (a listed device's, else asked directly), "This computer", or
-// by name once discovery has found it and its other routes have had a moment to arrive — as `route cast --to` and the
-// service find it.
+// by name once discovery has found it and its other routes have had a moment to arrive — and a group cast's devices,
+// as `route cast --to` and the service find them.
 
 import Foundation
 import RouteCore
@@ -70,5 +70,53 @@ public enum DeviceLookup {
         // http(s):// is a UPnP description; another scheme (mpd://) is a plugin's address.
         if text.contains("://"), !text.contains(" ") { return true }
         return text.contains(":") && Int(text.split(separator: ":").last ?? "") != nil && !text.contains(" ")
+    }
+}
+
+extension DeviceLookup {
+    /// The devices of a group cast, all found at once within `timeout` (discovery must be running): each device
+    /// `targets` names as a cast to it alone finds it (`found` hears which it was), a kept group's members by the route
+    /// id they were kept with (one not found is said through `say`, and the group plays without it); each device once.
+    /// - Returns: the group as a device, and its members that were found, in order.
+    /// - Throws: what finding a named device threw; `RouteError.unknownDevice` when no member was found.
+    public static func findGroup(_ targets: GroupTargets, router: MediaRouter, providers: [any RouteProvider], timeout: Double,
+                                 via: String?, say: @escaping @Sendable (String) -> Void,
+                                 found: @escaping @Sendable (_ query: String, MediaDevice) -> Void = { _, _ in })
+        async throws -> (group: MediaDevice, members: [MediaDevice]) {
+        let devices: [MediaDevice?] = try await withThrowingTaskGroup(of: (Int, MediaDevice?).self) { group in
+            for (index, member) in targets.members.enumerated() {
+                group.addTask {
+                    switch member {
+                    case .query(let query):
+                        let device = try await find(query, router: router, providers: providers, timeout: timeout, via: via)
+                        found(query, device)
+                        return (index, device)
+                    case .kept(let kept, let name):
+                        do {
+                            return (index, try await find(kept.id, router: router, providers: providers, timeout: timeout, via: via))
+                        } catch let error as RouteError where error.code == .unknownDevice {
+                            say("\(kept.name), of \(name), was not found; \(name) plays without it")
+                            return (index, nil)
+                        }
+                    }
+                }
+            }
+            var devices = [MediaDevice?](repeating: nil, count: targets.members.count)
+            for try await (index, device) in group { devices[index] = device }
+            return devices
+        }
+        var seen = Set<String>()
+        let members = devices.compactMap { $0 }.filter { seen.insert($0.id).inserted }
+        guard !members.isEmpty else {
+            throw RouteError(.unknownDevice, "none of \(targets.name)'s devices was found; run `route devices` to see what answers")
+        }
+        return (DeviceGroup(name: targets.name, members: members.map(DeviceGroup.Member.init)).device(among: members), members)
+    }
+
+    /// The delays set for `members` (`route group delay`), by device id; none when the groups file cannot be read (a
+    /// broken file is said by `route group list`; the members then hold back what their protocols typically do).
+    public static func delays(of members: [MediaDevice]) -> [String: Double] {
+        let set = (try? DeviceGroups.delays()) ?? [:]
+        return members.reduce(into: [String: Double]()) { $0[$1.id] = DeviceGroups.delay(of: $1, in: set) }
     }
 }

@@ -115,6 +115,9 @@ public final class GroupCast: Sendable {
         if failures.count == members.count, let first = failures[0] { throw first }
     }
 
+    /// Stops every member (none plays that has not started yet).
+    public func stop() async throws { try await perform(.stop) }
+
     /// Stops serving the queue's files (`run()` does when it ends; a cast that never ran is closed by its maker).
     public func close() {
         for member in members { member.preparer.close() }

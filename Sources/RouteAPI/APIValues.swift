@@ -29,6 +29,9 @@ extension RouteServiceAPI {
         public var start: Double?
         /// Whether each item starts where it stopped last time.
         public var resume = false
+        /// More devices (names, ids, addresses or kept groups' names) that play the queue at once with the one named:
+        /// a group for this cast (each found as the one named is; one not found fails the cast).
+        public var also: [String]?
 
         /// Options; by default the session ends with this process.
         public init(via: String? = nil, subtitles: String? = nil, imageDuration: Double? = nil, startTimeout: Double? = nil,
@@ -48,7 +51,7 @@ extension RouteServiceAPI {
                 "via": "a protocol name", "subtitles": "a path or \"\"", "imageDuration": "seconds (a double), more than 0, at most 3600",
                 "startTimeout": "seconds (a double) from 1 to 3600",
                 "endsWithClient": flag, "recursive": flag, "shuffle": flag, "loop": flag, "resume": flag,
-                "start": "seconds (a double), 0 or more",
+                "start": "seconds (a double), 0 or more", "also": "device names or ids (an array of strings), at most 16",
             ])
             via = try options.value("via")
             subtitles = try options.value("subtitles")
@@ -60,6 +63,7 @@ extension RouteServiceAPI {
             loop = try options.value("loop") ?? false
             start = try options.value("start") { $0 >= 0 && $0.isFinite }
             resume = try options.value("resume") ?? false
+            also = try options.value("also") { (1...16).contains($0.count) && !$0.contains(where: \.isEmpty) }
         }
     }
 

@@ -9,9 +9,8 @@ import Synchronization
 package enum CastThroughService {
     /// Whether `route cast` goes through the service: --detach and --pick always do (the service keeps the queue, or
     /// shows the picker), any other cast where the service is in use.
-    /// A cast to a group plays in this process: the service plays one device a session.
     package static func applies(_ parsed: ParsedArguments) -> Bool {
-        (parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)) && !GroupTargets.apply(to: parsed)
+        parsed.has("detach") || parsed.has("pick") || ServiceMode.applies(parsed)
     }
 
     /// Casts the files through the service: until the queue ends (the session ends with this process), or with
@@ -35,6 +34,9 @@ package enum CastThroughService {
         castOptions.loop = settings.loops
         castOptions.start = settings.start
         castOptions.resume = settings.resumes
+        // More than one --to: a group for this cast, which the service finds as it finds the first.
+        let more = Array(parsed.all("to").dropFirst())
+        castOptions.also = more.isEmpty ? nil : more
         let files = parsed.positionals.map { CastSourceKinds.isURL($0) ? RouteServiceClient.File.url($0) : .path($0) }
         let remote = try await client.cast(files, to: device, options: castOptions)
         let status = try await remote.status()

@@ -46,9 +46,10 @@ package enum Specs {
         Subtitles (a .srt or .vtt beside a video with its base name, --subtitles FILE, or a text stream inside
         the file) go as a WebVTT track to devices that show them (Cast).
         Casting to "This computer" or to an address starts no network discovery.
-        With --to given several times, or a group's name (`route group`), the queue plays on every device at once, from
-        this terminal (the route service plays one device a session: no --detach); the keys and route pause|seek|stop
-        --to GROUP reach them all; a device that fails or leaves is said once and the others play on.
+        With --to given several times, or a group's name (`route group`), the queue plays on every device at once, started
+        together; the keys and route pause|seek|stop --to GROUP reach them all; a device that fails or leaves is said
+        once and the others play on. Through the route service (--detach too) the group is one session, which does
+        not move.
         With --detach, the route service (`route service`) plays the queue: route returns once the device plays, and
         route pause|stop|status --to DEVICE, the desktop's media controls and apps control it.
         With --pick, the device is chosen in the route service's picker window (the terminal's picker where there is no

@@ -1,6 +1,6 @@
 // DeviceGroups: the groups a person names and keeps (`route group add Downstairs Kitchen "Living Room"`) and the delay
-// set for a device (`route group delay`), in $XDG_CONFIG_HOME/route/groups.json, and a group as the device that lists
-// show and `--to` names.
+// set for a device (`route group delay`), in $XDG_CONFIG_HOME/route/groups.json; a group as the device that lists
+// show and `--to` names; and the devices a group cast is asked for (GroupTargets).
 
 import Foundation
 
@@ -134,5 +134,53 @@ public enum StartDelays {
     /// ahead of gmediarender, which is within what a group is asked to hold).
     public static func typical(of route: MediaRoute) -> Double {
         route.isReached(via: "airplay") ? airPlay : 0
+    }
+}
+
+/// The devices a group cast is asked to play on, before any is found.
+public struct GroupTargets: Sendable {
+    /// One device asked for: as a person typed it after `--to`, or as a kept group holds it.
+    public enum Member: Sendable {
+        case query(String)
+        case kept(DeviceGroup.Member, group: String)
+    }
+
+    /// The group's name: a kept group's, else the names given, joined ("Kitchen + Hall").
+    public let name: String
+    /// What is asked for, in order, each device once.
+    public let members: [Member]
+    /// Whether it is a group the person keeps and named alone (its members that cannot be found are left out; a
+    /// device named with `--to` must be found).
+    public let isKept: Bool
+
+    /// The targets `queries` name (each a device, or a kept group's name); nil when they name one device or none.
+    public init?(queries: [String]) {
+        if queries.count == 1, let group = DeviceGroups.named(queries[0]) {
+            name = group.name
+            members = group.members.map { .kept($0, group: group.name) }
+            isKept = true
+            return
+        }
+        guard queries.count > 1 else { return nil }
+        var members: [Member] = []
+        var names: [String] = []
+        for query in queries {
+            if let group = DeviceGroups.named(query) {
+                members += group.members.map { .kept($0, group: group.name) }
+                names.append(group.name)
+            } else {
+                members.append(.query(query))
+                names.append(query)
+            }
+        }
+        var seen = Set<String>()
+        self.members = members.filter { member in
+            switch member {
+            case .query(let query): seen.insert("q:" + query.lowercased()).inserted
+            case .kept(let kept, _): seen.insert("id:" + kept.id).inserted
+            }
+        }
+        name = names.joined(separator: " + ")
+        isKept = false
     }
 }

@@ -356,22 +356,39 @@ package final class RouteService: Sendable {
             throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Cast: \(entries.count) items; one cast takes at most \(Self.maxFiles)")
         }
         let probes = try await ProbeAhead.probingFirst(options.shuffle ? entries.shuffled() : entries) { notices.append($0) }
-        let claim: UUID, session: ServiceSession
+        let claims: [UUID], session: ServiceSession
         do {
-            let device = try await find(query, timeout: 3, via: options.via)
-            claim = try await self.claim(device)
+            // A group: the device named and `also`'s, or a kept group's members (one of those missing is said).
+            let devices: [MediaDevice], group: MediaDevice?
+            if let targets = GroupTargets(queries: [query] + (options.also ?? [])) {
+                let said = Mutex<[String]>([])
+                (group, devices) = try await DeviceLookup.findGroup(targets, router: router, providers: providers, timeout: 3, via: options.via,
+                                                                    say: { words in said.withLock { $0.append(words) } })
+                notices += said.withLock { $0 }
+            } else {
+                (group, devices) = (nil, [try await find(query, timeout: 3, via: options.via)])
+            }
+            var claimed: [UUID] = []
             do {
-                await probes.playing(on: device)
+                for device in devices { claimed.append(try await self.claim(device)) }
+            } catch {
+                claimed.forEach(release)
+                throw error
+            }
+            claims = claimed
+            do {
+                await probes.playing(on: devices[0])
                 _ = try await probes.info(0)
                 let number = state.withLock { state in defer { state.nextSession += 1 }; return state.nextSession }
-                session = try ServiceSession(number: number, probes: probes, device: device, router: router, settings: settings, servers: servers,
+                session = try ServiceSession(number: number, probes: probes, devices: devices, group: group,
+                                             delays: group == nil ? [:] : DeviceLookup.delays(of: devices), router: router, settings: settings, servers: servers,
                                              descriptors: descriptors, allowances: allowances, startedBy: sender, owner: options.endsWithClient ? sender : nil,
                                              notices: notices, bus: bus, log: log, calls: calls, asker: { await self.asker($0) },
                                              raise: { [path = RouteServiceAPI.sessionPathPrefix + String(number)] in try self.showMovePicker(for: path) },
                                              find: { try await self.find($0, timeout: 3) },
                                              taken: { await self.plays(on: $0, except: $1) })
             } catch {
-                release(claim)
+                claims.forEach(release)
                 throw error
             }
         } catch {
@@ -379,8 +396,8 @@ package final class RouteService: Sendable {
             await probes.cancel()
             throw error
         }
-        // The device is the session's once it is among the sessions.
-        defer { release(claim) }
+        // The devices are the session's once it is among the sessions.
+        defer { claims.forEach(release) }
         // Published before its path is returned; run either way, so that a session the bus refused lets its device go.
         let published = Result { try session.publish() }
         state.withLock { $0.sessions[session.path] = session }

@@ -1,6 +1,6 @@
 // ServiceSession: one cast the service plays — its object on the bus (methods, properties, the Ended signal, which
 // `route pause|status --to DEVICE` reach too) and its MPRIS player, for as long as it plays, on one device after
-// another when it is moved.
+// another when it is moved, or on a group's devices at once.
 
 import Foundation
 import MediaRouting
@@ -20,9 +20,29 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         case serviceStopped = "service-stopped"
     }
 
+    /// What a session plays: one device at a time, movable, or a group's devices at once.
+    private enum Played: Sendable {
+        case movable(MovableCast)
+        case group(GroupCast)
+
+        var events: AsyncStream<QueueEvent> { switch self { case .movable(let cast): cast.events; case .group(let cast): cast.events } }
+        var probes: ProbeAhead { switch self { case .movable(let cast): cast.probes; case .group(let cast): cast.probes } }
+        /// The device it plays on (a group's: the group).
+        var device: MediaDevice { switch self { case .movable(let cast): cast.device; case .group(let cast): cast.device } }
+        var devices: [MediaDevice] { switch self { case .movable(let cast): cast.devices; case .group(let cast): cast.devices } }
+        var session: QueueSession { switch self { case .movable(let cast): cast.session; case .group(let cast): cast.session } }
+        var published: any PlayingCast { switch self { case .movable(let cast): cast; case .group(let cast): cast } }
+        func say(_ words: String) { switch self { case .movable(let cast): cast.say(words); case .group(let cast): cast.say(words) } }
+        func run() async throws { switch self { case .movable(let cast): try await cast.run(); case .group(let cast): try await cast.run() } }
+        func stop() async throws { switch self { case .movable(let cast): try await cast.stop(); case .group(let cast): try await cast.stop() } }
+        func perform(_ command: SessionCommand) async throws {
+            switch self { case .movable(let cast): try await cast.perform(command); case .group(let cast): try await cast.perform(command) }
+        }
+    }
+
     /// The session's object path.
     let path: String
-    private let cast: MovableCast
+    private let cast: Played
     /// Finds the device a `Move` names.
     private let find: @Sendable (String) async throws -> MediaDevice
     /// Whether one of route's casts other than the session at the path given plays on a device (a move there is refused).
@@ -59,9 +79,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     private let state: Mutex<State>
     /// What the session says before the device has reported: loading its first item.
     private let initial: QueueStatus
-    /// A session of `probes` on `device`, made by the client `startedBy`; nothing plays until `run()`. `find` finds the
-    /// device a move names, `taken` whether another of route's casts plays on it, `asker` who a caller is.
-    init(number: Int, probes: ProbeAhead, device: MediaDevice, router: MediaRouter, settings: CastSettings, servers: MediaServers,
+    /// A session of `probes` on `devices` (several: a group's, shown as `group`, each holding its sound back as `delays`
+    /// say), made by the client `startedBy`; nothing plays until `run()`. `find` finds the device a move names, `taken`
+    /// whether another of route's casts plays on it, `asker` who a caller is.
+    init(number: Int, probes: ProbeAhead, devices: [MediaDevice], group: MediaDevice? = nil, delays: [String: Double] = [:],
+         router: MediaRouter, settings: CastSettings, servers: MediaServers,
          descriptors: [DBusDescriptor], allowances: [FetchGuard.Allowance] = [], startedBy: String, owner: String?, notices: [String] = [],
          bus: DBusConnection, log: RouteLog, calls: CallLimit, asker: @escaping @Sendable (String) async -> Asker,
          raise: @escaping @Sendable () throws -> Void,
@@ -79,9 +101,14 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         self.calls = calls
         self.raise = raise
         state = Mutex(State(owner: owner))
-        initial = QueueStatus(device: device, route: device.primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
+        let shown = group ?? devices[0]
+        initial = QueueStatus(device: shown, route: devices[0].primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
-        let cast = try MovableCast(probes, on: device, router: router, settings: settings, servers: servers)
+        let cast: Played = if let group {
+            .group(try GroupCast(probes, on: devices, as: group, router: router, settings: settings, delays: delays, servers: servers))
+        } else {
+            .movable(try MovableCast(probes, on: devices[0], router: router, settings: settings, servers: servers))
+        }
         for words in notices { cast.say(words) }
         self.cast = cast
     }
@@ -89,7 +116,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// The device playing the session now.
     var device: MediaDevice { cast.device }
 
-    /// The devices the session plays on: its device, and the one a move is starting.
+    /// The devices the session plays on: its device, and the one a move is starting (a group's: its members).
     var devices: [MediaDevice] { cast.devices }
 
     /// The client whose leaving ends the session, if any.
@@ -111,6 +138,10 @@ final class ServiceSession: Sendable, DBusObjectHandler {
     /// - Throws: `RouteError` when no device answers to `query`, another cast plays there, or the device does not take
     ///   it; the session then plays on where it was, and the error's message ends saying so.
     func move(to query: String) async throws {
+        guard case .movable(let cast) = cast else {
+            throw RouteError(.unsupported, "cannot move \(self.device.name): a group's cast does not move; stop it and cast again",
+                             device: self.device.name, reason: "a group's cast does not move")
+        }
         let device: MediaDevice
         do {
             device = try await find(query)
@@ -167,7 +198,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         await withDiscardingTaskGroup { group in
             let cast = cast, probes = cast.probes, id = "service_\(getpid())_\(number)", raise = raise
             group.addTask {
-                await CastPublication.run(cast, probes: probes, id: id, raise: raise) { _ in }
+                await CastPublication.run(cast.published, probes: probes, id: id, raise: raise) { _ in }
             }
             do { try await cast.run() } catch { failure = error }
             group.cancelAll()

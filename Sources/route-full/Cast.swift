@@ -40,14 +40,15 @@ enum Cast {
             let router = try Providers.router(parsed)
             let code: ExitCode
             if let targets = GroupTargets(parsed) {
-                let (group, members) = try await GroupChoice.resolve(targets, parsed, router: router)
+                let timeout = try CommonOptions.timeout(parsed), via = parsed["via"]
+                let (group, members) = try await router.discovering {
+                    try await DeviceLookup.findGroup(targets, router: router, providers: router.providers, timeout: timeout, via: via,
+                                                     say: { printError("route cast: \($0)") }, found: { CastTerminal.sayMeaning(of: $0, $1) })
+                }
                 await probes.playing(on: members[0])
                 _ = try await probes.info(0)
-                // A broken groups file is said by `route group list`; here, members hold back what they typically do.
-                let set = (try? DeviceGroups.delays()) ?? [:]
-                let delays = members.reduce(into: [String: Double]()) { $0[$1.id] = DeviceGroups.delay(of: $1, in: set) }
-                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings, delays: delays,
-                                         log: CLILog.root)
+                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings,
+                                         delays: DeviceLookup.delays(of: members), log: CLILog.root)
                 code = try await play(cast, on: members, shownAs: group, probes: probes)
             } else {
                 let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)
@@ -125,8 +126,12 @@ extension QueuedCast: DrivenCast {
 /// or with the picker.
 enum DeviceChoice {
     static func resolve(_ parsed: ParsedArguments, router: MediaRouter, providers: [any RouteProvider]) async throws -> MediaDevice {
+        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
         if let query = parsed["to"] {
-            if let device = try await withoutDiscovery(query, providers: providers, router: router) { return device }
+            if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
+            // "This computer" by its name, its id, or a prefix of its name ("this") needs no discovery.
+            if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
+            guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
             let timeout = try CommonOptions.timeout(parsed)
             let device = try await router.discovering {
                 try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: parsed["via"])
@@ -136,58 +141,5 @@ enum DeviceChoice {
         }
         // The only device heard, or the one chosen at the terminal (This computer alone: at once).
         return try await RouterDevices(router).onlyOrChosen(within: try CommonOptions.timeout(parsed))
-    }
-
-    /// The device `query` names when finding it needs no discovery: an address (asked directly), This computer by its
-    /// name, its id, or a prefix of its name ("this"), or any device when only This computer's provider runs.
-    static func withoutDiscovery(_ query: String, providers: [any RouteProvider], router: MediaRouter) async throws -> MediaDevice? {
-        let local = providers.contains { $0.name == MediaRoute.localProvider } ? [LocalProvider.device] : []
-        if DeviceLookup.looksLikeAddress(query) { return try await router.device(at: query) }
-        if let computer = DeviceMatcher.thisComputer(query, in: local) { return computer }
-        guard Providers.discoverNetwork(providers) else { return try DeviceMatcher.pick(query, in: local) }
-        return nil
-    }
-}
-
-/// Finds the devices of a group cast, all at once within --timeout: each device named after `--to` as a cast to it
-/// alone finds it (one not found ends the cast), and a kept group's members by the route id they were kept with (one
-/// not found is said and left out: the group plays on the others).
-enum GroupChoice {
-    static func resolve(_ targets: GroupTargets, _ parsed: ParsedArguments, router: MediaRouter) async throws -> (group: MediaDevice, members: [MediaDevice]) {
-        let timeout = try CommonOptions.timeout(parsed)
-        let providers = router.providers
-        let via = parsed["via"]
-        let found: [MediaDevice?] = try await router.discovering {
-            try await withThrowingTaskGroup(of: (Int, MediaDevice?).self) { group in
-                for (index, member) in targets.members.enumerated() {
-                    group.addTask {
-                        switch member {
-                        case .query(let query):
-                            if let device = try await DeviceChoice.withoutDiscovery(query, providers: providers, router: router) { return (index, device) }
-                            let device = try await DeviceLookup.find(query, router: router, providers: providers, timeout: timeout, via: via)
-                            CastTerminal.sayMeaning(of: query, device)
-                            return (index, device)
-                        case .kept(let kept, let name):
-                            do {
-                                return (index, try await DeviceLookup.find(kept.id, router: router, providers: providers, timeout: timeout, via: via))
-                            } catch let error as RouteError where error.code == .unknownDevice {
-                                printError("route cast: \(kept.name), of \(name), was not found; \(name) plays without it")
-                                return (index, nil)
-                            }
-                        }
-                    }
-                }
-                var found = [MediaDevice?](repeating: nil, count: targets.members.count)
-                for try await (index, device) in group { found[index] = device }
-                return found
-            }
-        }
-        var seen = Set<String>()
-        let members = found.compactMap { $0 }.filter { seen.insert($0.id).inserted }
-        guard !members.isEmpty else {
-            throw RouteError(.unknownDevice, "none of \(targets.name)'s devices was found; run `route devices` to see what answers")
-        }
-        let group = DeviceGroup(name: targets.name, members: members.map(DeviceGroup.Member.init)).device(among: members)
-        return (group, members)
     }
 }

@@ -1,5 +1,6 @@
 // GroupLabTests: one cast on two renderers at once in the lab — a group kept, listed, cast to by name, paused, played,
-// seeked and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other playing.
+// seeked and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other playing; and through the
+// route service, a group as one session (detached, paused and stopped by the group's name, not moved) and --to twice.
 
 import Foundation
 import RouteCore
@@ -69,6 +70,47 @@ extension LabTests {
                 let ended = await cast.finish(within: 10)
                 #expect(ended.status == 0 && ended.stderrLines.count == 1, "\(ended)")
                 #expect(try Lab.transportState(at: Self.second) == "STOPPED")
+            }
+        }
+
+        @Test func throughTheServiceAGroupIsOneSessionThatEveryCommandReachesAndThatDoesNotMove() async throws {
+            try Lab.control("start-second-renderer")
+            defer { try? Lab.control("stop-second-renderer") }
+            try await Lab.stopRenderer()
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let service = try await sandbox.startService(["--providers", "upnp"], on: bus)
+                    // Clients reach the service: no providers of their own.
+                    let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                    let added = try await sandbox.run(["group", "add", "Both", Lab.rendererName, Self.secondName], environment: client)
+                    #expect(added.status == 0, "\(added)")
+                    let wav = try await sandbox.wav("long.wav", seconds: 30)
+                    let detached = try await sandbox.run(["cast", wav, "--to", "Both", "--detach"], environment: client, timeout: 30)
+                    #expect(detached.status == 0 && detached.stderr.contains("Both plays \"long\""), "\(detached)")
+                    try await Lab.until("both renderers play", within: 10) { try states() == ["PLAYING", "PLAYING"] }
+                    let moved = try await sandbox.run(["move", "--to", "this"], environment: client)
+                    #expect(moved.status != 0 && moved.stderr.contains("a group's cast does not move"), "\(moved)")
+                    #expect(try states() == ["PLAYING", "PLAYING"])
+                    let paused = try await sandbox.run(["pause", "--to", "Both"], environment: client)
+                    #expect(paused.status == 0, "\(paused)")
+                    try await Lab.until("both renderers are paused", within: 5) { try states() == ["PAUSED_PLAYBACK", "PAUSED_PLAYBACK"] }
+                    let stopped = try await sandbox.run(["stop", "--to", "Both"], environment: client)
+                    #expect(stopped.status == 0, "\(stopped)")
+                    try await Lab.until("both renderers stop", within: 5) { try states() == ["STOPPED", "STOPPED"] }
+                    // --to twice, a session that ends with its client.
+                    let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName, "--to", Self.secondName], environment: client)
+                    try await Lab.until("both renderers play again", within: 10, meanwhile: { cast.stdout + cast.stderr }) {
+                        try states() == ["PLAYING", "PLAYING"]
+                    }
+                    #expect(cast.stdout.contains("playing: long on \(Lab.rendererName) + \(Self.secondName)"), "\(cast.stdout)")
+                    cast.signal(SIGTERM)
+                    let ended = await cast.finish(within: 10)
+                    #expect(ended.status == 130, "\(ended)")
+                    try await Lab.until("both renderers stop again", within: 5) { try states() == ["STOPPED", "STOPPED"] }
+                    kill(service.process.processIdentifier, SIGTERM)
+                    let serviceEnded = await service.finish(within: 8)
+                    #expect(serviceEnded.status == 0, "\(serviceEnded)")
+                }
             }
         }
     }
