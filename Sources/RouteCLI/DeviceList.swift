@@ -89,10 +89,11 @@ package enum DeviceList {
             }
             for device in fresh { printOutput(line(device)) }
         }
-        // The groups the person keeps, as devices: after the list, for which of their members answer.
+        // The groups the person keeps, as devices: after the list, for which of their members answer (the route service
+        // lists them itself).
         let groups: [MediaDevice]
         do {
-            groups = try DeviceGroups.load().map { $0.device(among: devices) }
+            groups = try DeviceGroups.load().map { $0.device(among: devices) }.filter { group in !devices.contains { $0.id == group.id } }
         } catch {
             groups = []
             printError("route devices: groups are not listed: \(error)")

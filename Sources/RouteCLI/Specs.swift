@@ -7,7 +7,8 @@ package enum Specs {
         details: """
         Devices are printed as they are found, one line each: name, kind, the protocols that reach it, address
         (--json gives every route). "This computer" is always there.
-        Discovery ends after --timeout seconds (right away when only the local provider runs).
+        Discovery ends after --timeout seconds (right away when only the local provider runs). Groups kept with `route
+        group` follow, kind group, their members as the address.
         """,
         examples: ["route devices", "route devices --json --timeout 5", "route devices --providers local"])
 

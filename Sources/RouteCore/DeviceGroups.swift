@@ -36,6 +36,9 @@ public struct DeviceGroup: Sendable, Hashable, Codable {
     /// The provider name of a group's one route: no provider plays it; a group cast plays each member.
     public static let provider = "group"
 
+    /// Its device's id: `group:` and its name in lower case.
+    public var id: String { Self.provider + ":" + name.lowercased() }
+
     /// The group as a device: kind `group`, one route of its own whose address names its members, able to show what any
     /// member shows (`among`: the devices heard now; a member not among them adds nothing but its name).
     public func device(among devices: [MediaDevice]) -> MediaDevice {
@@ -100,10 +103,16 @@ public enum DeviceGroups {
         }
     }
 
-    /// The kept group named `name` (any case), if there is one; nil as well when the groups cannot be read (a cast to
-    /// a device is not refused over a broken groups file; `route group list` says what is wrong with it).
+    /// The kept group named `name` (any case) or of that id (`group:NAME`, as its device has), if there is one; nil as
+    /// well when the groups cannot be read (a cast to a device is not refused over a broken groups file; `route group
+    /// list` says what is wrong with it).
     public static func named(_ name: String) -> DeviceGroup? {
-        (try? load())?.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        (try? load())?.first { $0.name.caseInsensitiveCompare(name) == .orderedSame || $0.id == name }
+    }
+
+    /// `devices` and, after them, the kept groups as devices (none when the groups cannot be read).
+    public static func listed(with devices: [MediaDevice]) -> [MediaDevice] {
+        devices + ((try? load()) ?? []).map { $0.device(among: devices) }
     }
 
     /// Keeps `groups` in place of those kept, whole or not at all.

@@ -50,7 +50,7 @@ package final class RouteService: Sendable {
         providers = router.providers
         self.log = log.named("service")
         servers = MediaServers(log: log)
-        pickers = ServicePickers(bus: bus) { id in router.devices.first { $0.id == id } }
+        pickers = ServicePickers(bus: bus) { id in DeviceGroups.listed(with: router.devices).first { $0.id == id } }
         sinks = ServiceSinks(router: router, servers: servers, emit: { event in
             bus.emit(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface, signal: "SinkEvent", arguments: [event])
         }, changed: { sinks in
@@ -102,7 +102,9 @@ package final class RouteService: Sendable {
     // MARK: Devices
 
     private func followDevices() async {
-        for await list in router.deviceUpdates() {
+        for await found in router.deviceUpdates() {
+            // The groups the user keeps are devices too (kind group), after the others.
+            let list = DeviceGroups.listed(with: found)
             let previous = state.withLock { state in
                 defer { state.devices = list }
                 return Dictionary(state.devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -113,7 +115,7 @@ package final class RouteService: Sendable {
                 emit(previous[device.id] == nil ? "DeviceFound" : "DeviceChanged", [value])
             }
             for id in previous.keys where !now.contains(id) { emit("DeviceLost", [.string(id)]) }
-            sinks.devicesChanged(list)
+            sinks.devicesChanged(found)
             bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
                                       changed: ["Devices": devicesValue(list)])
         }
@@ -210,7 +212,7 @@ package final class RouteService: Sendable {
     func handle(_ method: String, _ arguments: [DBusValue], sender: String) async throws -> [DBusValue] {
         switch method {
         case "GetDevices":
-            return [devicesValue(router.devices)]
+            return [devicesValue(DeviceGroups.listed(with: router.devices))]
         case "WatchDevices":
             // What one client can make the service hold is bounded: a few watches (each a reply with every device).
             try state.withLock { state in
@@ -221,7 +223,7 @@ package final class RouteService: Sendable {
                 state.watchers[sender, default: 0] += 1
             }
             searchesChanged()
-            return [devicesValue(router.devices), .double(listening)]
+            return [devicesValue(DeviceGroups.listed(with: router.devices)), .double(listening)]
         case "UnwatchDevices":
             state.withLock { state in
                 if let count = state.watchers[sender] { state.watchers[sender] = count > 1 ? count - 1 : nil }
@@ -230,6 +232,7 @@ package final class RouteService: Sendable {
             return []
         case "FindDevice":
             guard arguments.count == 2, case .string(let query) = arguments[0], case .double(let timeout) = arguments[1] else { throw invalid(method) }
+            if let group = DeviceGroups.named(query) { return [try DBusCoding.encode(group.device(among: router.devices))] }
             return [try DBusCoding.encode(try await find(query, timeout: timeout))]
         case "Cast":
             return [.objectPath(try await cast(arguments, sender: sender, asker: await asker(sender)))]
@@ -271,7 +274,7 @@ package final class RouteService: Sendable {
     func property(_ name: String) -> DBusValue? {
         switch name {
         case "Version": return .uint32(RouteServiceAPI.version)
-        case "Devices": return devicesValue(router.devices)
+        case "Devices": return devicesValue(DeviceGroups.listed(with: router.devices))
         case "Sessions": return .array(elementType: "o", state.withLock { $0.sessions.keys.sorted() }.map { .objectPath($0) })
         case "Listening": return .double(listening)
         case "Sinks": return sinks.value

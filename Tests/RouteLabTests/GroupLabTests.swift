@@ -84,6 +84,15 @@ extension LabTests {
                     let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                     let added = try await sandbox.run(["group", "add", "Both", Lab.rendererName, Self.secondName], environment: client)
                     #expect(added.status == 0, "\(added)")
+                    // A device wherever devices are: the service's Devices (an app's list, the picker's) and FindDevice.
+                    let devices = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
+                                                         "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
+                    #expect(devices.contains("'group:both'") && devices.contains("<'group'>"), "\(devices)")
+                    let found = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
+                                                       "--method", "io.github.route.Route1.Manager.FindDevice", "both", "1.0"]).text
+                    #expect(found.contains("'group:both'"), "\(found)")
+                    let listed = try await sandbox.run(["devices", "--timeout", "1"], environment: client)
+                    #expect(listed.stdoutLines.filter { $0.hasPrefix("Both ") }.count == 1, "listed once: \(listed)")
                     let wav = try await sandbox.wav("long.wav", seconds: 30)
                     let detached = try await sandbox.run(["cast", wav, "--to", "Both", "--detach"], environment: client, timeout: 30)
                     #expect(detached.status == 0 && detached.stderr.contains("Both plays \"long\""), "\(detached)")
