@@ -380,9 +380,14 @@ actor RendererController: RouteController {
                     if let uri = position["TrackURI"] { follow(uri, metadata: position["TrackMetaData"]) }
                     if let rel = NetworkNumber.clock(position["RelTime"]), let (target, at) = pendingSeek {
                         pendingSeek = nil
-                        if abs(rel - target) > 3, ContinuousClock.now - at < .seconds(3) {
-                            log(.debug, "the renderer is at \(rel) s after a seek to \(target) s: seeking again")
-                            try? await sendSeek(target)
+                        // Where it plays had the seek taken; a dropped seek left it where it was (2 s: it reports whole
+                        // seconds, a moment late). A short seek dropped was missed when judged against the target alone
+                        // (a member joining a group 3 s in played 3 s behind it).
+                        let since = ContinuousClock.now - at
+                        let expected = target + (status.state == .playing ? since / .seconds(1) : 0)
+                        if abs(rel - expected) > 2, since < .seconds(3) {
+                            log(.debug, "the renderer is at \(rel) s after a seek to \(target) s: seeking again, to \(expected) s")
+                            try? await sendSeek(expected)
                             return
                         }
                     }

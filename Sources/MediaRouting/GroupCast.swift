@@ -1,6 +1,7 @@
 // GroupCast: one queue playing on several devices at once (a group a person keeps, or `--to A --to B`): each member
 // plays it as a QueuedCast of its own, all started together; every command reaches every member; a member that fails
-// or leaves is said once, and the others play on.
+// or leaves is said once and the others play on; a member can be added or removed while it plays, and one that left
+// the network plays again once it answers.
 
 import Foundation
 import RouteCore
@@ -18,52 +19,91 @@ public final class GroupCast: Sendable {
     /// The lead's statuses (as the group's) and every member's notices, each said once; ends when `run()` returns.
     public let events: AsyncStream<QueueEvent>
 
-    private let members: [QueuedCast]
+    /// What a member is made with besides its device.
+    private struct Making: Sendable {
+        let router: MediaRouter
+        let settings: CastSettings
+        let servers: MediaServers
+        let resume: ResumePositions
+        let log: RouteLog
+    }
+    private let making: Making
     /// The servers made for the members when none were given (closed when the cast ends).
     private let ownServers: MediaServers?
-    /// Holds each member's first play until every member has its first item loaded.
+    /// Holds each first member's first play until every first member has its first item loaded.
     private let start: StartTogether
+    /// Waits until a device that left the network is listed again (the device as it is then; nil: never).
+    private let comesBack: (@Sendable (MediaDevice) async -> MediaDevice?)?
     private let said: AsyncStream<QueueEvent>.Continuation
     private let statuses = Broadcast<QueueStatus>()
+    private let signals = AsyncStream<Signal>.makeStream()
+
+    private struct Member: Sendable {
+        let number: Int
+        let cast: QueuedCast
+        /// How many times it tried to come back after leaving the network (0: it never left).
+        let returns: Int
+        var device: MediaDevice { cast.session.device }
+    }
+    private enum Signal: Sendable {
+        case join(Member)
+        case ended(Member, (any Error)?)
+    }
     private struct State {
+        /// Every member made, in order; the first still playing leads.
+        var members: [Member]
+        var nextNumber: Int
         /// The members whose session has ended.
         var ended: Set<Int> = []
+        /// The members that have played, and those removed on purpose (their end is not a leaving).
+        var played: Set<Int> = []
+        var removed: Set<Int> = []
         /// Notices said already (every member skips a file that cannot be played; it is said once).
         var noticed: Set<String> = []
+        /// The lead's latest status: where a member that joins starts.
+        var latest: QueueStatus?
+        /// The cast has ended or was stopped: no member joins any more.
+        var over = false
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     /// A cast of `probes` to each of `devices` (at least one), shown as `group`, each member made as `QueuedCast`
     /// makes one, all served by `servers` (else by servers of the group's own); nothing plays until `run()`.
     /// `delays` are the seconds of sound a device of that id holds back beyond others (`route group delay`); a device
-    /// without one holds back what its protocol typically does (`StartDelays`).
+    /// without one holds back what its protocol typically does (`StartDelays`). `comesBack`, when given, waits until a
+    /// device that left the network is listed again, and the member plays again from where the group is.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of a member.
     public init(_ probes: ProbeAhead, on devices: [MediaDevice], as group: MediaDevice, router: MediaRouter, settings: CastSettings,
                 delays: [String: Double] = [:], servers: MediaServers? = nil, resume: ResumePositions = .shared,
-                log: RouteLog = .discard) throws {
+                log: RouteLog = .discard, comesBack: (@Sendable (MediaDevice) async -> MediaDevice?)? = nil) throws {
         precondition(!devices.isEmpty, "a group cast has a member")
         let shared = servers ?? MediaServers(log: log)
         ownServers = servers == nil ? shared : nil
         let start = StartTogether(members: devices.count)
         self.start = start
-        members = try devices.indices.map { index in
-            try QueuedCast(probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
-                           beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) })
+        making = Making(router: router, settings: settings, servers: shared, resume: resume, log: log)
+        let members = try devices.indices.map { index in
+            Member(number: index, cast: try QueuedCast(
+                probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
+                beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) }),
+                returns: 0)
         }
+        state = Mutex(State(members: members, nextNumber: devices.count))
+        self.comesBack = comesBack
         self.probes = probes
         device = group
         (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
-    /// The devices of the group that play (or start) the queue.
-    public var devices: [MediaDevice] { members.map(\.session.device) }
+    /// The devices of the group that play (or start) the queue now.
+    public var devices: [MediaDevice] {
+        state.withLock { state in state.members.filter { !state.ended.contains($0.number) }.map(\.device) }
+    }
 
     /// The lead's session: the first member still playing (the first member once all have ended).
-    public var session: QueueSession { members[lead ?? 0].session }
+    public var session: QueueSession { state.withLock { Self.lead(of: $0) ?? $0.members[0] }.cast.session }
 
-    private var lead: Int? {
-        state.withLock { state in members.indices.first { !state.ended.contains($0) } }
-    }
+    private static func lead(of state: State) -> Member? { state.members.first { !state.ended.contains($0.number) } }
 
     /// The lead's statuses as the group's, starting with the latest.
     public func statusUpdates() -> AsyncStream<QueueStatus> { statuses.subscribe() }
@@ -73,63 +113,160 @@ public final class GroupCast: Sendable {
         said.yield(.notice(words))
     }
 
-    /// Plays the queue on every member at once; returns when every member's session has ended. A member that fails
-    /// while others play is said once ("… left the group …").
+    /// Plays the queue on every member at once, and on each member that joins; returns when every member's session has
+    /// ended. A member that fails while others play is said once ("… left the group …"), and plays again when it is
+    /// listed again (`comesBack`).
     /// - Throws: what ended the first member's session, when every member failed.
     public func run() async throws {
         defer {
+            state.withLock { $0.over = true }
             said.finish()
             statuses.finish()
         }
-        let failures = await withTaskGroup(of: (Int, (any Error)?)?.self) { group in
-            for index in members.indices {
-                group.addTask {
-                    await self.forward(index)
-                    return nil
-                }
-                group.addTask {
-                    let member = self.members[index]
-                    var failure: (any Error)?
-                    do { try await member.run() } catch { failure = error }
-                    member.preparer.close()
-                    return (index, failure)
+        let first = state.withLock { $0.members }
+        var firstFailure: (any Error)?
+        var succeeded = false
+        await withDiscardingTaskGroup { group in
+            for member in first {
+                group.addTask { await self.play(member) }
+            }
+            var running = first.count
+            var signals = self.signals.stream.makeAsyncIterator()
+            while running > 0, let signal = await signals.next() {
+                switch signal {
+                case .join(let member):
+                    running += 1
+                    group.addTask { await self.play(member) }
+                case .ended(let member, let failure):
+                    running -= 1
+                    if member.number < first.count { start.leave(member.number) }
+                    if failure == nil { succeeded = true } else if member.number == 0 { firstFailure = failure }
+                    guard let failure else { continue }
+                    let (others, played, removed) = state.withLock { state in
+                        (state.members.filter { !state.ended.contains($0.number) }.map(\.device.name),
+                         state.played.contains(member.number), state.removed.contains(member.number))
+                    }
+                    if !removed, member.returns == 0 || played, !others.isEmpty {
+                        say("\(member.device.name) left the group: \(failure); \(others.joined(separator: ", ")) play on")
+                    }
+                    if !removed, !others.isEmpty, await Self.leftTheNetwork(member, failure) {
+                        group.addTask { await self.bringBack(member) }
+                    }
                 }
             }
-            var failures: [Int: any Error] = [:]
-            for await case let (index, failure)? in group {
-                start.leave(index)
-                let others = state.withLock { state in
-                    state.ended.insert(index)
-                    return members.indices.filter { !state.ended.contains($0) }
-                }
-                guard let failure else { continue }
-                failures[index] = failure
-                if !others.isEmpty {
-                    say("\(members[index].session.device.name) left the group: \(failure); \(others.map { members[$0].session.device.name }.joined(separator: ", ")) play on")
-                }
-            }
-            return failures
+            state.withLock { $0.over = true }
+            group.cancelAll()
         }
         await probes.cancel()
         close()
-        if failures.count == members.count, let first = failures[0] { throw first }
+        if !succeeded, let failure = firstFailure { throw failure }
     }
 
-    /// Stops every member (none plays that has not started yet).
-    public func stop() async throws { try await perform(.stop) }
+    /// Runs a member's session, handing its events on; says when it ends.
+    private func play(_ member: Member) async {
+        async let forwarded: Void = forward(member)
+        var failure: (any Error)?
+        do { try await member.cast.run() } catch { failure = error }
+        member.cast.preparer.close()
+        await forwarded
+        state.withLock { _ = $0.ended.insert(member.number) }
+        signals.continuation.yield(.ended(member, failure))
+    }
+
+    /// Whether `member` ended because its device left the network (it may come back), not for what it was sent.
+    private static func leftTheNetwork(_ member: Member, _ failure: any Error) async -> Bool {
+        if (failure as? RouteError)?.code == .deviceUnreachable { return true }
+        return await member.cast.session.playback.endReason == .deviceGone
+    }
+
+    /// Waits until `member`'s device is listed again (a while first: longer each time it came back and failed again),
+    /// then makes it a member again, from where the group plays.
+    private func bringBack(_ member: Member) async {
+        guard let comesBack else { return }
+        let seconds = min(30, 2 << min(member.returns, 4))
+        try? await Task.sleep(for: .seconds(seconds))
+        guard !Task.isCancelled, let device = await comesBack(member.device), !Task.isCancelled else { return }
+        try? join(device, returns: member.returns + 1)
+    }
+
+    /// Adds `device` to the group while it plays: it starts the item the group plays, from where the group is.
+    /// - Throws: `RouteError` when the cast is over or the device plays in it already.
+    public func add(_ device: MediaDevice) throws {
+        try join(device, returns: 0)
+    }
+
+    private func join(_ device: MediaDevice, returns: Int) throws {
+        let ids = Set(device.routes.map(\.id))
+        let (number, index) = try state.withLock { state -> (Int, Int) in
+            guard !state.over else { throw RouteError(.commandFailed, "the group's cast has ended", device: device.name) }
+            let playing = state.members.filter { !state.ended.contains($0.number) }
+            if playing.contains(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) {
+                throw RouteError(.commandFailed, "\(device.name) plays in the group already", device: device.name, reason: "it plays in the group already")
+            }
+            defer { state.nextNumber += 1 }
+            return (state.nextNumber, state.latest?.index ?? 0)
+        }
+        var settings = making.settings
+        settings.firstItem = index
+        settings.start = nil
+        settings.via = nil
+        // Where the group is when the new member first plays its first item: the lead's position then.
+        let cast = try QueuedCast(probes, on: device, router: making.router, settings: settings, servers: making.servers,
+                                  resume: making.resume, log: making.log, startPosition: { [weak self] item in
+                                      guard item == index, let latest = self?.state.withLock({ $0.latest }), latest.index == item else { return nil }
+                                      return latest.playback.at(Date()).position
+                                  })
+        let member = Member(number: number, cast: cast, returns: returns)
+        let joined = state.withLock { state -> Bool in
+            guard !state.over else { return false }
+            state.members.append(member)
+            return true
+        }
+        guard joined else { throw RouteError(.commandFailed, "the group's cast has ended", device: device.name) }
+        signals.continuation.yield(.join(member))
+    }
+
+    /// Takes `device` out of the group while it plays: it stops, the others play on.
+    /// - Throws: `RouteError` when it is not in the group, or is the last device playing it (stop the cast instead).
+    public func remove(_ device: MediaDevice) async throws {
+        let ids = Set(device.routes.map(\.id))
+        let member = try state.withLock { state -> Member in
+            let playing = state.members.filter { !state.ended.contains($0.number) }
+            guard let member = playing.first(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) else {
+                throw RouteError(.commandFailed, "\(device.name) does not play in the group", device: device.name, reason: "it does not play in the group")
+            }
+            guard playing.count > 1 else {
+                throw RouteError(.commandFailed, "\(device.name) is the last device of the group; stop the cast instead", device: device.name,
+                                 reason: "it is the last device of the group")
+            }
+            state.removed.insert(member.number)
+            return member
+        }
+        try await member.cast.session.stop()
+        say("\(device.name) left the group")
+    }
 
     /// Stops serving the queue's files (`run()` does when it ends; a cast that never ran is closed by its maker).
     public func close() {
-        for member in members { member.preparer.close() }
+        for member in state.withLock({ $0.members }) { member.cast.preparer.close() }
         ownServers?.close()
     }
 
-    /// Hands a member's events on: its statuses while it leads (as the group's), its notices once each.
-    private func forward(_ index: Int) async {
-        for await event in members[index].events {
+    /// Hands a member's events on: its statuses while it leads (as the group's), its notices once each; says when a
+    /// member that had left plays again.
+    private func forward(_ member: Member) async {
+        for await event in member.cast.events {
             switch event {
             case .status(var status):
-                guard lead == index else { continue }
+                let (leads, back) = state.withLock { state -> (Bool, Bool) in
+                    let back = status.playback.state == .playing && member.returns > 0 && !state.played.contains(member.number)
+                    if status.playback.state == .playing { state.played.insert(member.number) }
+                    let leads = Self.lead(of: state)?.number == member.number
+                    if leads { state.latest = status }
+                    return (leads, back)
+                }
+                if back { say("\(member.device.name) is back: it plays again") }
+                guard leads else { continue }
                 status.device = device
                 said.yield(.status(status))
                 statuses.send(status)
@@ -139,27 +276,34 @@ public final class GroupCast: Sendable {
         }
     }
 
-    /// Does `command` on every member still playing, at once (a stop before they play: none of them plays). A toggle, a step and a relative seek are decided by the
-    /// lead (so that the members stay alike): pause or play, a level, a position.
+    /// Stops every member (none plays that has not started yet).
+    public func stop() async throws { try await perform(.stop) }
+
+    /// Does `command` on every member still playing, at once (a stop before they play: none of them plays). A toggle, a
+    /// step and a relative seek are decided by the lead (so that the members stay alike): pause or play, a level, a
+    /// position.
     /// - Throws: the first member's error, when no member took it; a member that refuses while others take it is said.
     public func perform(_ command: SessionCommand) async throws {
-        let playing = state.withLock { state in members.indices.filter { !state.ended.contains($0) } }
-        guard let lead = playing.first else { return try await members[0].session.perform(command) }
+        let playing = state.withLock { state in
+            if command == .stop { state.over = true }
+            return state.members.filter { !state.ended.contains($0.number) }
+        }
         if command == .stop { start.callOff() }
-        let decided = try await alike(command, lead: members[lead].session)
+        guard let lead = playing.first else { return try await session.perform(command) }
+        let decided = try await alike(command, lead: lead.cast.session)
         let errors = await withTaskGroup(of: (Int, (any Error)?).self) { group in
-            for index in playing {
+            for (position, member) in playing.enumerated() {
                 group.addTask {
-                    do { try await self.members[index].session.perform(decided) } catch { return (index, error) }
-                    return (index, nil)
+                    do { try await member.cast.session.perform(decided) } catch { return (position, error) }
+                    return (position, nil)
                 }
             }
             var errors: [(Int, any Error)] = []
-            for await case let (index, error?) in group { errors.append((index, error)) }
+            for await case let (position, error?) in group { errors.append((position, error)) }
             return errors.sorted { $0.0 < $1.0 }
         }
         if errors.count == playing.count, let first = errors.first { throw first.1 }
-        for (index, error) in errors { say("\(members[index].session.device.name) did not \(command.word): \(error)") }
+        for (position, error) in errors { say("\(playing[position].device.name) did not \(command.word): \(error)") }
     }
 
     /// `command` as every member is to do it: a toggle, a volume step or a relative seek as the lead decides it.

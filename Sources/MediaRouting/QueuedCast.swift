@@ -22,10 +22,12 @@ public struct QueuedCast: Sendable {
     /// A cast of `probes` to `device` through `router`'s controllers, its files served by `servers` (shared with other
     /// casts) or by servers of its own that log to `log`; where each item stops is kept in `resume`.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
-    /// `beforeFirstPlay` is the session's (`QueueSession.Options`): a group's members start together.
+    /// `beforeFirstPlay` is the session's (`QueueSession.Options`): a group's members start together. `startPosition`,
+    /// when given, is where each item starts in place of `settings`' (a member joining a group starts where it plays).
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
                 servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard,
-                beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)? = nil) throws {
+                beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)? = nil,
+                startPosition: (@Sendable (Int) -> Double?)? = nil) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let say: @Sendable (String) -> Void = { said.yield(.notice($0)) }
@@ -42,7 +44,7 @@ public struct QueuedCast: Sendable {
         options.beforeFirstPlay = beforeFirstPlay
         let starts = StartPositions(first: settings.start, firstItem: settings.firstItem, keys: probes.entries.map(\.location),
                                     store: settings.resumes ? resume : nil)
-        options.startPosition = { starts.position(of: $0) }
+        options.startPosition = startPosition ?? { starts.position(of: $0) }
         let subtitles = settings.subtitles
         session = QueueSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)

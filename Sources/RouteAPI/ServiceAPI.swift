@@ -240,6 +240,8 @@ extension RouteServiceAPI {
         <method name="ToggleMute"/>
         <method name="Detach"/>
         <method name="Move"><arg name="device" type="s" direction="in"/></method>
+        <method name="AddDevice"><arg name="device" type="s" direction="in"/></method>
+        <method name="RemoveDevice"><arg name="device" type="s" direction="in"/></method>
         <signal name="Notice"><arg name="message" type="s"/></signal>
         <signal name="Ended"><arg name="reason" type="s"/><arg name="error" type="s"/><arg name="message" type="s"/></signal>
         <property name="Status" type="a{sv}" access="read"/>

@@ -145,6 +145,8 @@ package enum Specs {
         minPositionals: 0, maxPositionals: 0,
         options: [OptionSpec(name: "to", value: "DEVICE", help: "the device to move to: name (exact, unique prefix or close), id, or address (default: chosen in the picker window)"),
                   OptionSpec(name: "from", value: "DEVICE", help: "the device whose cast moves (default: the only cast, else the one that last started playing)"),
+                  OptionSpec(name: "add", value: "DEVICE", help: "take DEVICE into a group's cast (--from GROUP: which): it plays from where the group is"),
+                  OptionSpec(name: "remove", value: "DEVICE", help: "take DEVICE out of a group's cast: it stops, the others play on"),
                   CommonOptions.json],
         details: """
         Moves a cast of the route service to another device, across protocols (Cast, DLNA, This computer, a plugin's): the
@@ -156,8 +158,11 @@ package enum Specs {
         Without --to, the device picker asks where to (a display is needed): choosing a device there moves the cast, and
         the window says how it went; Escape or closing it before a device is chosen moves nothing (exit 1). `route pick` moves casts too: a device that plays
         one offers "Move…" (Ctrl+M).
+        A group's cast (`route cast --to A --to B`, or to a group) does not move; --add takes another device into it
+        while it plays (from where the group is) and --remove takes one out (the others play on).
         """,
-        examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move"])
+        examples: ["route move --to Kitchen", "route move --from \"Living Room TV\" --to this", "route move --to Kitchen --json", "route move",
+                   "route move --add Kitchen --from Downstairs", "route move --remove \"Living Room\""])
 
     package static let group = CommandSpec(
         name: "group", summary: "keep groups of devices that play as one: add, list, remove, delay",

@@ -141,6 +141,11 @@ public final class RemoteSession: SessionCommandTaker {
     public func detach() async throws { _ = try await session("Detach") }
     /// Moves the session to `device` (a name, id or address), as `RouteServiceClient.move(to:from:)` does.
     public func move(to device: String) async throws { _ = try await call(RouteServiceAPI.sessionInterface, "Move", [.string(device)], timeout: .seconds(60)) }
+    /// Adds `device` (a name, id or address) to the session's devices: a group's session takes it in, playing from where
+    /// the group is; a session on one device refuses (`Unsupported`).
+    public func addDevice(_ device: String) async throws { _ = try await call(RouteServiceAPI.sessionInterface, "AddDevice", [.string(device)], timeout: .seconds(60)) }
+    /// Takes `device` out of a group's session: it stops, the others play on.
+    public func removeDevice(_ device: String) async throws { _ = try await call(RouteServiceAPI.sessionInterface, "RemoveDevice", [.string(device)], timeout: .seconds(60)) }
 
     private func session(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(RouteServiceAPI.sessionInterface, method, arguments)

@@ -105,7 +105,8 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         initial = QueueStatus(device: shown, route: devices[0].primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
         let cast: Played = if let group {
-            .group(try GroupCast(probes, on: devices, as: group, router: router, settings: settings, delays: delays, servers: servers))
+            .group(try GroupCast(probes, on: devices, as: group, router: router, settings: settings, delays: delays, servers: servers,
+                                 comesBack: { device in await Self.listedAgain(device, by: router) }))
         } else {
             .movable(try MovableCast(probes, on: devices[0], router: router, settings: settings, servers: servers))
         }
@@ -151,6 +152,33 @@ final class ServiceSession: Sendable, DBusObjectHandler {
             throw MovableCast.stillPlaying(error, on: self.device)
         }
         try await cast.move(to: device)
+    }
+
+    /// `device` as the router lists it again (at once when it is listed still: a device unplugged without a word stays
+    /// listed until its announcement expires, and the group's next try finds whether it answers).
+    private static func listedAgain(_ device: MediaDevice, by router: MediaRouter) async -> MediaDevice? {
+        let ids = Set(device.routes.map(\.id))
+        for await list in router.deviceUpdates() {
+            if let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }) { return now }
+        }
+        return nil
+    }
+
+    /// Adds the device `query` names to a group's session (`GroupCast.add`), or takes it out.
+    /// - Throws: `RouteError` when the session is not a group's, no device answers to `query`, another of route's casts
+    ///   plays there, or the group refuses (it plays there already; the last device cannot be taken out).
+    func change(adding: Bool, _ query: String) async throws {
+        guard case .group(let group) = cast else {
+            throw RouteError(.unsupported, "\(device.name) plays alone: only a group's cast takes devices in and out (cast to several with --to, or to a group)",
+                             device: device.name, reason: "it plays alone")
+        }
+        let device = try await find(query)
+        if adding {
+            if await taken(device, path) { throw OurCasts.taken(device) }
+            try group.add(device)
+        } else {
+            try await group.remove(device)
+        }
     }
 
     /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
@@ -234,11 +262,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
             case "Detach":
                 state.withLock { $0.owner = nil }
                 bus.emitPropertiesChanged(path: path, interface: RouteServiceAPI.sessionInterface, changed: ["EndsWithClient": .boolean(false)])
-            case "Move":
+            case "Move", "AddDevice", "RemoveDevice":
                 guard let query = text, !query.isEmpty else {
-                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "Move takes a device's name or id")
+                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method) takes a device's name or id")
                 }
-                try await move(to: query)
+                if method == "Move" { try await move(to: query) } else { try await change(adding: method == "AddDevice", query) }
             default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
             }
             return []

@@ -16,6 +16,11 @@ extension LabTests {
         /// Both renderers' transport states, the first's first.
         private func states() throws -> [String] { [try Lab.transportState(), try Lab.transportState(at: Self.second)] }
 
+        /// Both renderers' states and positions, for a failure to show.
+        private func positions() -> String {
+            "\((try? states()) ?? []) at \((try? Lab.position()) ?? -1) s and \((try? Lab.position(at: Self.second)) ?? -1) s"
+        }
+
         @Test func aKeptGroupPlaysOnEveryMemberAndEveryCommandReachesThemAll() async throws {
             try Lab.control("start-second-renderer")
             defer { try? Lab.control("stop-second-renderer") }
@@ -112,6 +117,20 @@ extension LabTests {
                         try states() == ["PLAYING", "PLAYING"]
                     }
                     #expect(cast.stdout.contains("playing: long on \(Lab.rendererName) + \(Self.secondName)"), "\(cast.stdout)")
+                    // A member out and in again while it plays: the other plays on; back in, it plays from where the group is.
+                    let removed = try await sandbox.run(["move", "--remove", Self.secondName], environment: client)
+                    #expect(removed.status == 0 && removed.stdout == "removed: \(Self.secondName) left \(Lab.rendererName) + \(Self.secondName)\n", "\(removed)")
+                    try await Lab.until("the second renderer stops, the first plays on", within: 5) { try states() == ["PLAYING", "STOPPED"] }
+                    let last = try await sandbox.run(["move", "--remove", Lab.rendererName], environment: client)
+                    #expect(last.status != 0 && last.stderr.contains("the last device of the group"), "\(last)")
+                    try await Task.sleep(for: .seconds(3))
+                    let back = try await sandbox.run(["move", "--add", Self.secondName], environment: client)
+                    #expect(back.status == 0 && back.stdout.hasPrefix("added: \(Self.secondName) plays with"), "\(back)")
+                    try await Lab.until("the second renderer plays again where the first is", within: 10, meanwhile: { positions() }) {
+                        try states() == ["PLAYING", "PLAYING"] && abs(Lab.position() - Lab.position(at: Self.second)) <= 2 && Lab.position(at: Self.second) >= 3
+                    }
+                    let twice = try await sandbox.run(["move", "--add", Self.secondName], environment: client)
+                    #expect(twice.status != 0 && twice.stderr.contains("plays in the group already"), "\(twice)")
                     cast.signal(SIGTERM)
                     let ended = await cast.finish(within: 10)
                     #expect(ended.status == 130, "\(ended)")
@@ -119,6 +138,44 @@ extension LabTests {
                     kill(service.process.processIdentifier, SIGTERM)
                     let serviceEnded = await service.finish(within: 8)
                     #expect(serviceEnded.status == 0, "\(serviceEnded)")
+                }
+            }
+        }
+
+        /// Through the service (whose discovery runs all along), a member that vanishes plays again once it answers.
+        @Test func throughTheServiceAMemberThatLeftTheNetworkPlaysAgainWhenItIsBack() async throws {
+            try Lab.control("start-second-renderer")
+            defer { try? Lab.control("stop-second-renderer") }
+            try await Lab.stopRenderer()
+            defer { try? Lab.control("start-renderer") }
+            try await withSessionBus { bus in
+                try await inSandbox { sandbox in
+                    let service = try await sandbox.startService(["--providers", "upnp"], on: bus)
+                    let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                    let wav = try await sandbox.wav("long.wav", seconds: 60)
+                    let cast = try sandbox.start(["cast", wav, "--to", Lab.rendererName, "--to", Self.secondName], environment: client)
+                    try await Lab.until("both renderers play", within: 10, meanwhile: { cast.stdout + cast.stderr }) { try states() == ["PLAYING", "PLAYING"] }
+                    try Lab.control("kill-renderer", "--hard")
+                    try await Lab.until("the cast says the renderer left", within: 20, meanwhile: { cast.stderr }) {
+                        cast.stderr.contains("\(Lab.rendererName) left the group:")
+                    }
+                    #expect(try Lab.transportState(at: Self.second) == "PLAYING")
+                    try Lab.control("start-renderer")
+                    try await Lab.until("the renderer is back in the group", within: 40, meanwhile: { cast.stderr }) {
+                        cast.stderr.contains("\(Lab.rendererName) is back: it plays again") && (try? Lab.transportState()) == "PLAYING"
+                    }
+                    // It starts the item where the group is, once it plays (gmediarender reports a seek a moment late).
+                    try await Lab.until("it plays where the group is", within: 10, meanwhile: { positions() }) {
+                        let (first, second) = (try Lab.position(), try Lab.position(at: Self.second))
+                        return abs(first - second) <= 2 && first >= 3
+                    }
+                    #expect(cast.stderr.components(separatedBy: "left the group").count == 2, "said once: \(cast.stderr)")
+                    cast.signal(SIGTERM)
+                    let ended = await cast.finish(within: 10)
+                    #expect(ended.status == 130, "\(ended)")
+                    try await Lab.until("both renderers stop", within: 5) { try states() == ["STOPPED", "STOPPED"] }
+                    kill(service.process.processIdentifier, SIGTERM)
+                    _ = await service.finish(within: 8)
                 }
             }
         }
