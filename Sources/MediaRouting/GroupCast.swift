@@ -43,6 +43,9 @@ public final class GroupCast: Sendable {
         let cast: QueuedCast
         /// How many times it tried to come back after leaving the network (0: it never left).
         let returns: Int
+        /// Whether it joined while the group played (it was not there at the start).
+        var joined: Bool { returns > 0 || number >= firstCount }
+        let firstCount: Int
         var device: MediaDevice { cast.session.device }
     }
     private enum Signal: Sendable {
@@ -58,6 +61,12 @@ public final class GroupCast: Sendable {
         /// The members that have played, and those removed on purpose (their end is not a leaving).
         var played: Set<Int> = []
         var removed: Set<Int> = []
+        /// How many members' sessions run (the cast is over when none does).
+        var running: Int
+        /// The devices of members that left the network and are waited for, by member number.
+        var returning: [Int: MediaDevice] = [:]
+        /// Each member's latest status (the new lead's is the group's at once when the lead changes).
+        var last: [Int: QueueStatus] = [:]
         /// Notices said already (every member skips a file that cannot be played; it is said once).
         var noticed: Set<String> = []
         /// The lead's latest status: where a member that joins starts.
@@ -86,9 +95,9 @@ public final class GroupCast: Sendable {
             Member(number: index, cast: try QueuedCast(
                 probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
                 beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) }),
-                returns: 0)
+                returns: 0, firstCount: devices.count)
         }
-        state = Mutex(State(members: members, nextNumber: devices.count))
+        state = Mutex(State(members: members, nextNumber: devices.count, running: devices.count))
         self.comesBack = comesBack
         self.probes = probes
         device = group
@@ -103,7 +112,19 @@ public final class GroupCast: Sendable {
     /// The lead's session: the first member still playing (the first member once all have ended).
     public var session: QueueSession { state.withLock { Self.lead(of: $0) ?? $0.members[0] }.cast.session }
 
-    private static func lead(of state: State) -> Member? { state.members.first { !state.ended.contains($0.number) } }
+    /// The first member still playing and not being taken out.
+    private static func lead(of state: State) -> Member? {
+        state.members.first { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+    }
+
+    /// Says the lead's latest status as the group's (the lead changed: its status may not change for a while).
+    private func announceLead() {
+        guard var status = state.withLock({ state in Self.lead(of: state).flatMap { state.last[$0.number] } }) else { return }
+        state.withLock { $0.latest = status }
+        status.device = device
+        said.yield(.status(status))
+        statuses.send(status)
+    }
 
     /// The lead's statuses as the group's, starting with the latest.
     public func statusUpdates() -> AsyncStream<QueueStatus> { statuses.subscribe() }
@@ -130,31 +151,35 @@ public final class GroupCast: Sendable {
             for member in first {
                 group.addTask { await self.play(member) }
             }
-            var running = first.count
             var signals = self.signals.stream.makeAsyncIterator()
-            while running > 0, let signal = await signals.next() {
+            signalling: while let signal = await signals.next() {
                 switch signal {
                 case .join(let member):
-                    running += 1
                     group.addTask { await self.play(member) }
                 case .ended(let member, let failure):
-                    running -= 1
-                    if member.number < first.count { start.leave(member.number) }
-                    if failure == nil { succeeded = true } else if member.number == 0 { firstFailure = failure }
-                    guard let failure else { continue }
-                    let (others, played, removed) = state.withLock { state in
-                        (state.members.filter { !state.ended.contains($0.number) }.map(\.device.name),
-                         state.played.contains(member.number), state.removed.contains(member.number))
+                    // Decided under the lock, against a join: the last member's end is the cast's.
+                    let (over, others, played, removed) = state.withLock { state in
+                        state.running -= 1
+                        if state.running == 0 { state.over = true }
+                        return (state.running == 0, state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }.map(\.device.name),
+                                state.played.contains(member.number), state.removed.contains(member.number))
                     }
-                    if !removed, member.returns == 0 || played, !others.isEmpty {
+                    if member.number < first.count { start.leave(member.number) }
+                    if !removed {
+                        if failure == nil { succeeded = true } else { firstFailure = firstFailure ?? failure }
+                    }
+                    if over { break signalling }
+                    announceLead()
+                    guard let failure, !removed else { continue }
+                    if member.returns == 0 || played, !others.isEmpty {
                         say("\(member.device.name) left the group: \(failure); \(others.joined(separator: ", ")) play on")
                     }
-                    if !removed, !others.isEmpty, await Self.leftTheNetwork(member, failure) {
+                    if !others.isEmpty, await Self.leftTheNetwork(member, failure) {
+                        state.withLock { $0.returning[member.number] = member.device }
                         group.addTask { await self.bringBack(member) }
                     }
                 }
             }
-            state.withLock { $0.over = true }
             group.cancelAll()
         }
         await probes.cancel()
@@ -164,10 +189,10 @@ public final class GroupCast: Sendable {
 
     /// Runs a member's session, handing its events on; says when it ends.
     private func play(_ member: Member) async {
+        defer { member.cast.preparer.close() }
         async let forwarded: Void = forward(member)
         var failure: (any Error)?
         do { try await member.cast.run() } catch { failure = error }
-        member.cast.preparer.close()
         await forwarded
         state.withLock { _ = $0.ended.insert(member.number) }
         signals.continuation.yield(.ended(member, failure))
@@ -185,7 +210,8 @@ public final class GroupCast: Sendable {
         guard let comesBack else { return }
         let seconds = min(30, 2 << min(member.returns, 4))
         try? await Task.sleep(for: .seconds(seconds))
-        guard !Task.isCancelled, let device = await comesBack(member.device), !Task.isCancelled else { return }
+        guard !Task.isCancelled, let device = await comesBack(member.device), !Task.isCancelled,
+              state.withLock({ $0.returning.removeValue(forKey: member.number) }) != nil else { return }
         try? join(device, returns: member.returns + 1)
     }
 
@@ -197,14 +223,13 @@ public final class GroupCast: Sendable {
 
     private func join(_ device: MediaDevice, returns: Int) throws {
         let ids = Set(device.routes.map(\.id))
-        let (number, index) = try state.withLock { state -> (Int, Int) in
+        let index = try state.withLock { state -> Int in
             guard !state.over else { throw RouteError(.commandFailed, "the group's cast has ended", device: device.name) }
             let playing = state.members.filter { !state.ended.contains($0.number) }
             if playing.contains(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) {
                 throw RouteError(.commandFailed, "\(device.name) plays in the group already", device: device.name, reason: "it plays in the group already")
             }
-            defer { state.nextNumber += 1 }
-            return (state.nextNumber, state.latest?.index ?? 0)
+            return state.latest?.index ?? 0
         }
         var settings = making.settings
         settings.firstItem = index
@@ -216,13 +241,20 @@ public final class GroupCast: Sendable {
                                       guard item == index, let latest = self?.state.withLock({ $0.latest }), latest.index == item else { return nil }
                                       return latest.playback.at(Date()).position
                                   })
-        let member = Member(number: number, cast: cast, returns: returns)
-        let joined = state.withLock { state -> Bool in
-            guard !state.over else { return false }
+        // Counted as running in the same step as the check that the cast goes on: the last member's end cannot slip
+        // between them (the cast would end without it).
+        let member = state.withLock { state -> Member? in
+            guard !state.over else { return nil }
+            defer { state.nextNumber += 1 }
+            let member = Member(number: state.nextNumber, cast: cast, returns: returns, firstCount: start.count)
             state.members.append(member)
-            return true
+            state.running += 1
+            return member
         }
-        guard joined else { throw RouteError(.commandFailed, "the group's cast has ended", device: device.name) }
+        guard let member else {
+            cast.preparer.close()
+            throw RouteError(.commandFailed, "the group's cast has ended", device: device.name)
+        }
         signals.continuation.yield(.join(member))
     }
 
@@ -230,8 +262,13 @@ public final class GroupCast: Sendable {
     /// - Throws: `RouteError` when it is not in the group, or is the last device playing it (stop the cast instead).
     public func remove(_ device: MediaDevice) async throws {
         let ids = Set(device.routes.map(\.id))
-        let member = try state.withLock { state -> Member in
-            let playing = state.members.filter { !state.ended.contains($0.number) }
+        let found = try state.withLock { state -> Member? in
+            // One that left the network and is waited for: it is waited for no more.
+            if let away = state.returning.first(where: { !ids.isDisjoint(with: $0.value.routes.map(\.id)) }) {
+                state.returning[away.key] = nil
+                return nil
+            }
+            let playing = state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
             guard let member = playing.first(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) else {
                 throw RouteError(.commandFailed, "\(device.name) does not play in the group", device: device.name, reason: "it does not play in the group")
             }
@@ -242,7 +279,10 @@ public final class GroupCast: Sendable {
             state.removed.insert(member.number)
             return member
         }
-        try await member.cast.session.stop()
+        if let member = found {
+            announceLead()
+            try await member.cast.session.stop()
+        }
         say("\(device.name) left the group")
     }
 
@@ -258,14 +298,21 @@ public final class GroupCast: Sendable {
         for await event in member.cast.events {
             switch event {
             case .status(var status):
-                let (leads, back) = state.withLock { state -> (Bool, Bool) in
-                    let back = status.playback.state == .playing && member.returns > 0 && !state.played.contains(member.number)
+                let (leads, first, groupPaused) = state.withLock { state -> (Bool, Bool, Bool) in
+                    state.last[member.number] = status
+                    let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
-                    let leads = Self.lead(of: state)?.number == member.number
+                    // A member's end is not the group's while others play.
+                    let others = state.members.contains { $0.number != member.number && !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+                    let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
                     if leads { state.latest = status }
-                    return (leads, back)
+                    return (leads, first, state.latest?.playback.state == .paused)
                 }
-                if back { say("\(member.device.name) is back: it plays again") }
+                if first, member.joined {
+                    if member.returns > 0 { say("\(member.device.name) is back: it plays again") }
+                    // It joins a group that is paused: it waits with it.
+                    if groupPaused, !leads { try? await member.cast.session.pause() }
+                }
                 guard leads else { continue }
                 status.device = device
                 said.yield(.status(status))
@@ -286,9 +333,10 @@ public final class GroupCast: Sendable {
     public func perform(_ command: SessionCommand) async throws {
         let playing = state.withLock { state in
             if command == .stop { state.over = true }
-            return state.members.filter { !state.ended.contains($0.number) }
+            return state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
         }
-        if command == .stop { start.callOff() }
+        // Stopped or paused before the members have started: none of them plays (a play plays them later).
+        if command == .stop || command == .pause { start.callOff() }
         guard let lead = playing.first else { return try await session.perform(command) }
         let decided = try await alike(command, lead: lead.cast.session)
         let errors = await withTaskGroup(of: (Int, (any Error)?).self) { group in
@@ -335,16 +383,44 @@ private final class StartTogether: Sendable {
         /// Once let go: whether to play (false: the cast was stopped first).
         var outcome: Bool?
     }
-    private let count: Int
+    /// How many members start together.
+    let count: Int
     private let state = Mutex(State())
 
     init(members count: Int) { self.count = count }
 
+    /// How long a member waits for the others once it has loaded: then those that have play (one slow to load, or that
+    /// hangs, does not hold the group; it plays when it has loaded).
+    static let longestWait: Duration = .seconds(10)
+
     /// Member `member` has its first item loaded, and holds its sound back `seconds` once played; returns when every
-    /// member has and it is its moment (true: play it now), or when the cast was stopped or its task cancelled first
-    /// (false).
+    /// member has (or `longestWait` has passed) and it is its moment (true: play it now), or when the cast was stopped
+    /// or its task cancelled first (false).
     func arrive(_ member: Int, holdingBack seconds: Double) async -> Bool {
-        let go = await withTaskCancellationHandler {
+        let go = await withTaskGroup(of: Bool?.self) { group -> Bool in
+            group.addTask { await self.wait(member, holdingBack: seconds) }
+            group.addTask {
+                try? await Task.sleep(for: Self.longestWait)
+                return nil
+            }
+            while let result = await group.next() {
+                guard let result else {
+                    letGo(!Task.isCancelled)
+                    continue
+                }
+                group.cancelAll()
+                return result
+            }
+            return false
+        }
+        let longest = state.withLock { $0.holdsBack.values.max() ?? 0 }
+        if go, longest - seconds > 0.001 { try? await Task.sleep(for: .milliseconds(Int(((longest - seconds) * 1000).rounded()))) }
+        return go && !Task.isCancelled
+    }
+
+    /// Waits at the gate until it is let go.
+    private func wait(_ member: Int, holdingBack seconds: Double) async -> Bool {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let outcome = state.withLock { state -> Bool? in
                     if let outcome = state.outcome { return outcome }
@@ -358,9 +434,6 @@ private final class StartTogether: Sendable {
         } onCancel: {
             letGo(false)
         }
-        let longest = state.withLock { $0.holdsBack.values.max() ?? 0 }
-        if go, longest - seconds > 0.001 { try? await Task.sleep(for: .milliseconds(Int(((longest - seconds) * 1000).rounded()))) }
-        return go && !Task.isCancelled
     }
 
     /// Member `member` will not arrive (its session ended): the others need not wait for it.

@@ -9,12 +9,16 @@ package enum GroupCommand {
     /// Runs `route group ACTION …`; `source` is asked for devices only by the actions that need them.
     package static func run(_ parsed: ParsedArguments, devices source: () async throws -> any DeviceSource) async throws -> ExitCode {
         let words = parsed.positionals
+        // The devices heard, without the kept groups the route service lists among them (a group holds devices).
+        func heard() async throws -> [MediaDevice] {
+            try await source().devices(within: try CommonOptions.timeout(parsed)).filter { $0.primary.provider != DeviceGroup.provider }
+        }
         switch words[0] {
         case "add":
             guard words.count >= 3 else { throw UsageError(description: "group add needs a NAME and at least one DEVICE; usage: \(Specs.group.usage)") }
-            let heard = try await source().devices(within: try CommonOptions.timeout(parsed))
-            let group = try add(Array(words[2...]), to: words[1], heard: heard)
-            printOutput(line(group, heard: heard))
+            let devices = try await heard()
+            let group = try add(Array(words[2...]), to: words[1], heard: devices)
+            printOutput(line(group, heard: devices))
         case "list":
             guard words.count == 1 else { throw UsageError(description: "group list takes no NAME; usage: \(Specs.group.usage)") }
             let groups = try DeviceGroups.load()
@@ -23,8 +27,8 @@ package enum GroupCommand {
             } else if groups.isEmpty {
                 printError("route group: no groups are kept; make one with `route group add NAME DEVICE DEVICE…`")
             } else {
-                let heard = try await source().devices(within: try CommonOptions.timeout(parsed))
-                for group in groups { printOutput(line(group, heard: heard)) }
+                let devices = try await heard()
+                for group in groups { printOutput(line(group, heard: devices)) }
             }
         case "remove":
             guard words.count >= 2 else { throw UsageError(description: "group remove needs a NAME; usage: \(Specs.group.usage)") }
@@ -36,7 +40,7 @@ package enum GroupCommand {
         case "delay":
             guard (2...3).contains(words.count) else { throw UsageError(description: "group delay needs a DEVICE, and a delay to set; usage: \(Specs.group.usage)") }
             let seconds = try words.count == 3 ? delay(words[2]) : nil
-            let device = try DeviceMatcher.pick(words[1], in: try await source().devices(within: try CommonOptions.timeout(parsed)))
+            let device = try DeviceMatcher.pick(words[1], in: try await heard())
             if let seconds { try DeviceGroups.setDelay(seconds, of: device) }
             printOutput(delayLine(device, set: DeviceGroups.delay(of: device, in: try DeviceGroups.delays())))
         default:

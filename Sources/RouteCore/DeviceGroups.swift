@@ -64,7 +64,7 @@ public enum DeviceGroups {
 
     private struct Stored: Codable {
         var groups: [DeviceGroup] = []
-        /// Seconds of sound a device holds back beyond what its protocol typically does, by route id.
+        /// Seconds of sound a device holds back beyond others, by route id (in place of what its protocol typically does).
         var delays: [String: Double]?
     }
 

@@ -432,13 +432,19 @@ public actor QueueSession {
         loadedAt = .now
         arrived()
         let gate = passedFirstPlay ? nil : options.beforeFirstPlay
-        passedFirstPlay = true
         do {
             try await controller.load(item, autoplay: gate == nil)
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
-            try await fallBack(because: error.reason ?? error.description)
+            // The converted stream is the item now: it waits at the gate in its turn.
+            return try await fallBack(because: error.reason ?? error.description)
         }
-        if let gate, await gate(controller.route), !stopping { try await controller.play() }
+        if let gate {
+            passedFirstPlay = true
+            let go = await gate(controller.route)
+            // Waiting for the others is no time this device took to start.
+            loadedAt = .now
+            if go, !stopping { try await controller.play() }
+        }
         // A stop asked for while the device took the item may have reached it before the item's play did, and the
         // device would play on with nobody to stop it: it is stopped again, now that it has the item.
         if stopping { try? await controller.stop() }

@@ -104,9 +104,10 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let shown = group ?? devices[0]
         initial = QueueStatus(device: shown, route: devices[0].primary, index: 0, count: probes.entries.count, title: probes.titles.first ?? "",
                              playback: PlaybackStatus(state: .loading))
+        let path = path
         let cast: Played = if let group {
             .group(try GroupCast(probes, on: devices, as: group, router: router, settings: settings, delays: delays, servers: servers,
-                                 comesBack: { device in await Self.listedAgain(device, by: router) }))
+                                 comesBack: { device in await Self.listedAgain(device, by: router) { await !taken($0, path) } }))
         } else {
             .movable(try MovableCast(probes, on: devices[0], router: router, settings: settings, servers: servers))
         }
@@ -154,12 +155,14 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         try await cast.move(to: device)
     }
 
-    /// `device` as the router lists it again (at once when it is listed still: a device unplugged without a word stays
-    /// listed until its announcement expires, and the group's next try finds whether it answers).
-    private static func listedAgain(_ device: MediaDevice, by router: MediaRouter) async -> MediaDevice? {
+    /// `device` as the router lists it again and `free` says no other cast of route's plays there (at once when it is
+    /// listed still: a device unplugged without a word stays listed until its announcement expires, and the group's next
+    /// try finds whether it answers).
+    private static func listedAgain(_ device: MediaDevice, by router: MediaRouter,
+                                    free: @Sendable (MediaDevice) async -> Bool) async -> MediaDevice? {
         let ids = Set(device.routes.map(\.id))
         for await list in router.deviceUpdates() {
-            if let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }) { return now }
+            if let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }), await free(now) { return now }
         }
         return nil
     }
