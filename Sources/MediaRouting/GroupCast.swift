@@ -32,6 +32,8 @@ public final class GroupCast: Sendable {
     private let ownServers: MediaServers?
     /// Holds each first member's first play until every first member has its first item loaded.
     private let start: StartTogether
+    /// Where the group plays: a member that joins, or that loaded too late to start with the others, starts there.
+    private let place = Place()
     /// Waits until a device that left the network is listed again (the device as it is then; nil: never).
     private let comesBack: (@Sendable (MediaDevice) async -> MediaDevice?)?
     private let said: AsyncStream<QueueEvent>.Continuation
@@ -69,8 +71,6 @@ public final class GroupCast: Sendable {
         var last: [Int: QueueStatus] = [:]
         /// Notices said already (every member skips a file that cannot be played; it is said once).
         var noticed: Set<String> = []
-        /// The lead's latest status: where a member that joins starts.
-        var latest: QueueStatus?
         /// The cast has ended or was stopped: no member joins any more.
         var over = false
     }
@@ -88,13 +88,14 @@ public final class GroupCast: Sendable {
         precondition(!devices.isEmpty, "a group cast has a member")
         let shared = servers ?? MediaServers(log: log)
         ownServers = servers == nil ? shared : nil
-        let start = StartTogether(members: devices.count)
+        let start = StartTogether(members: devices.count), place = place
         self.start = start
         making = Making(router: router, settings: settings, servers: shared, resume: resume, log: log)
         let members = try devices.indices.map { index in
             Member(number: index, cast: try QueuedCast(
                 probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
-                beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) }),
+                beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) },
+                startPosition: { item in start.cameLate(index) ? place.position(of: item) : nil }),
                 returns: 0, firstCount: devices.count)
         }
         state = Mutex(State(members: members, nextNumber: devices.count, running: devices.count))
@@ -120,7 +121,7 @@ public final class GroupCast: Sendable {
     /// Says the lead's latest status as the group's (the lead changed: its status may not change for a while).
     private func announceLead() {
         guard var status = state.withLock({ state in Self.lead(of: state).flatMap { state.last[$0.number] } }) else { return }
-        state.withLock { $0.latest = status }
+        place.latest.withLock { $0 = status }
         status.device = device
         said.yield(.status(status))
         statuses.send(status)
@@ -229,17 +230,17 @@ public final class GroupCast: Sendable {
             if playing.contains(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) {
                 throw RouteError(.commandFailed, "\(device.name) plays in the group already", device: device.name, reason: "it plays in the group already")
             }
-            return state.latest?.index ?? 0
+            return place.latest.withLock { $0?.index } ?? 0
         }
         var settings = making.settings
         settings.firstItem = index
         settings.start = nil
+        settings.resumes = false
         settings.via = nil
         // Where the group is when the new member first plays its first item: the lead's position then.
         let cast = try QueuedCast(probes, on: device, router: making.router, settings: settings, servers: making.servers,
-                                  resume: making.resume, log: making.log, startPosition: { [weak self] item in
-                                      guard item == index, let latest = self?.state.withLock({ $0.latest }), latest.index == item else { return nil }
-                                      return latest.playback.at(Date()).position
+                                  resume: making.resume, log: making.log, startPosition: { [place] item in
+                                      item == index ? place.position(of: item) : nil
                                   })
         // Counted as running in the same step as the check that the cast goes on: the last member's end cannot slip
         // between them (the cast would end without it).
@@ -305,8 +306,8 @@ public final class GroupCast: Sendable {
                     // A member's end is not the group's while others play.
                     let others = state.members.contains { $0.number != member.number && !state.ended.contains($0.number) && !state.removed.contains($0.number) }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
-                    if leads { state.latest = status }
-                    return (leads, first, state.latest?.playback.state == .paused)
+                    if leads { place.latest.withLock { $0 = status } }
+                    return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
                 }
                 if first, member.joined {
                     if member.returns > 0 { say("\(member.device.name) is back: it plays again") }
@@ -371,6 +372,17 @@ public final class GroupCast: Sendable {
 
 extension GroupCast: PlayingCast {}
 
+/// Where the group plays: the lead's latest status.
+private final class Place: Sendable {
+    let latest = Mutex<QueueStatus?>(nil)
+
+    /// The lead's position now in item `item`, when it plays that item.
+    func position(of item: Int) -> Double? {
+        guard let status = latest.withLock({ $0 }), status.index == item else { return nil }
+        return status.playback.at(Date()).position
+    }
+}
+
 /// The members' first plays, held until every member has its first item loaded (or has ended), then let go together:
 /// the one that holds its sound back longest first, each other later by as much less as it holds back.
 private final class StartTogether: Sendable {
@@ -382,6 +394,8 @@ private final class StartTogether: Sendable {
         var waiting: [CheckedContinuation<Bool, Never>] = []
         /// Once let go: whether to play (false: the cast was stopped first).
         var outcome: Bool?
+        /// The members that loaded after the others were let go (they start where the group is).
+        var late: Set<Int> = []
     }
     /// How many members start together.
     let count: Int
@@ -423,7 +437,10 @@ private final class StartTogether: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let outcome = state.withLock { state -> Bool? in
-                    if let outcome = state.outcome { return outcome }
+                    if let outcome = state.outcome {
+                        if outcome { state.late.insert(member) }
+                        return outcome
+                    }
                     state.arrived.insert(member)
                     state.holdsBack[member] = seconds
                     state.waiting.append(continuation)
@@ -444,6 +461,9 @@ private final class StartTogether: Sendable {
 
     /// The cast stops: whoever waits does not play, and nobody waits any more.
     func callOff() { letGo(false) }
+
+    /// Whether `member` loaded after the others had been let go to play.
+    func cameLate(_ member: Int) -> Bool { state.withLock { $0.late.contains(member) } }
 
     private func letGoIfAllArrived() {
         let all = state.withLock { $0.arrived.union($0.left).count >= count }

@@ -23,7 +23,8 @@ public struct QueuedCast: Sendable {
     /// casts) or by servers of its own that log to `log`; where each item stops is kept in `resume`.
     /// - Throws: `RouteError.unsupported` when `settings.via` names no route of the device.
     /// `beforeFirstPlay` is the session's (`QueueSession.Options`): a group's members start together. `startPosition`,
-    /// when given, is where each item starts in place of `settings`' (a member joining a group starts where it plays).
+    /// when given, is where an item starts when it says (a member joining a group starts where the group plays); where it
+    /// says nil, `settings`' start or resume position.
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
                 servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard,
                 beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)? = nil,
@@ -44,7 +45,7 @@ public struct QueuedCast: Sendable {
         options.beforeFirstPlay = beforeFirstPlay
         let starts = StartPositions(first: settings.start, firstItem: settings.firstItem, keys: probes.entries.map(\.location),
                                     store: settings.resumes ? resume : nil)
-        options.startPosition = startPosition ?? { starts.position(of: $0) }
+        options.startPosition = { index in startPosition?(index) ?? starts.position(of: index) }
         let subtitles = settings.subtitles
         session = QueueSession(device: device, titles: probes.titles, options: options, open: { try await router.controller(for: $0) }) { index in
             let info = try await probes.info(index)
