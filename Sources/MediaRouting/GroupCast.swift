@@ -10,8 +10,17 @@ import Synchronization
 
 /// A queue of probed files on several devices at once, started together: each member loads the first item, and
 /// once all have it (or failed), all are played at one instant. The cast's statuses are its lead's (the first member still
-/// playing), shown as the group's; it ends when every member has ended.
+/// playing), shown as the group's, with the group's volume (its loudest member's) and mute (all muted); it ends when
+/// every member has ended.
 public final class GroupCast: Sendable {
+    /// A member of the group as it plays now.
+    public struct MemberStatus: Sendable, Equatable {
+        /// The member's device.
+        public let device: MediaDevice
+        /// How it plays (nil until it has said).
+        public let playback: PlaybackStatus?
+    }
+
     /// The queue's files, probed ahead (shared by every member).
     public let probes: ProbeAhead
     /// The group as one device (kind `group`): what statuses and the desktop's controls name.
@@ -110,19 +119,49 @@ public final class GroupCast: Sendable {
         state.withLock { state in state.members.filter { !state.ended.contains($0.number) }.map(\.device) }
     }
 
+    /// The members playing (or starting) now, in the order they joined.
+    public var members: [MemberStatus] {
+        state.withLock { state in
+            Self.playing(in: state).map { MemberStatus(device: $0.device, playback: state.last[$0.number]?.playback) }
+        }
+    }
+
+    /// The members still playing and not being taken out.
+    private static func playing(in state: State) -> [Member] {
+        state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+    }
+
+    /// `status` as the group's: its device, its volume (the loudest member's) and its mute (every member muted).
+    private func asTheGroups(_ status: QueueStatus, in state: State) -> QueueStatus {
+        var status = status
+        status.device = device
+        let (loudest, muted) = Self.sound(in: state)
+        if let loudest { status.playback.volume = loudest }
+        if let muted { status.playback.muted = muted }
+        return status
+    }
+
+    /// The group's volume (its loudest member's) and mute (every member muted), as far as its members have said.
+    private static func sound(in state: State) -> (volume: Double?, muted: Bool?) {
+        let sounds = playing(in: state).compactMap { state.last[$0.number]?.playback }
+        let mutes = sounds.compactMap(\.muted)
+        return (sounds.compactMap(\.volume).max(), mutes.isEmpty ? nil : !mutes.contains(false))
+    }
+
     /// The lead's session: the first member still playing (the first member once all have ended).
     public var session: QueueSession { state.withLock { Self.lead(of: $0) ?? $0.members[0] }.cast.session }
 
     /// The first member still playing and not being taken out.
-    private static func lead(of state: State) -> Member? {
-        state.members.first { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
-    }
+    private static func lead(of state: State) -> Member? { playing(in: state).first }
 
     /// Says the lead's latest status as the group's (the lead changed: its status may not change for a while).
     private func announceLead() {
-        guard var status = state.withLock({ state in Self.lead(of: state).flatMap { state.last[$0.number] } }) else { return }
-        place.latest.withLock { $0 = status }
-        status.device = device
+        guard let status = state.withLock({ state in
+            Self.lead(of: state).flatMap { state.last[$0.number] }.map { lead in
+                place.latest.withLock { $0 = lead }
+                return asTheGroups(lead, in: state)
+            }
+        }) else { return }
         said.yield(.status(status))
         statuses.send(status)
     }
@@ -298,26 +337,28 @@ public final class GroupCast: Sendable {
     private func forward(_ member: Member) async {
         for await event in member.cast.events {
             switch event {
-            case .status(var status):
-                let (leads, first, groupPaused) = state.withLock { state -> (Bool, Bool, Bool) in
-                    state.last[member.number] = status
+            case .status(let status):
+                let (group, leads, first, groupPaused) = state.withLock { state -> (QueueStatus?, Bool, Bool, Bool) in
+                    let before = state.last.updateValue(status, forKey: member.number)?.playback
                     let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
                     // A member's end is not the group's while others play.
                     let others = state.members.contains { $0.number != member.number && !state.ended.contains($0.number) && !state.removed.contains($0.number) }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
                     if leads { place.latest.withLock { $0 = status } }
-                    return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
+                    // Another member's volume or mute is the group's too (its loudest, all muted).
+                    let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
+                    let shown = leads ? status : soundChanged ? place.latest.withLock { $0 } : nil
+                    return (shown.map { asTheGroups($0, in: state) }, leads, first, place.latest.withLock { $0?.playback.state == .paused })
                 }
                 if first, member.joined {
                     if member.returns > 0 { say("\(member.device.name) is back: it plays again") }
                     // It joins a group that is paused: it waits with it.
                     if groupPaused, !leads { try? await member.cast.session.pause() }
                 }
-                guard leads else { continue }
-                status.device = device
-                said.yield(.status(status))
-                statuses.send(status)
+                guard let group else { continue }
+                said.yield(.status(group))
+                statuses.send(group)
             case .notice(let words):
                 if state.withLock({ $0.noticed.insert(words).inserted }) { said.yield(event) }
             }
@@ -340,8 +381,10 @@ public final class GroupCast: Sendable {
         if command == .stop || command == .pause { start.callOff() }
         guard let lead = playing.first else { return try await session.perform(command) }
         let decided = try await alike(command, lead: lead.cast.session)
+        let volumes = volumes(for: decided, of: playing)
         let errors = await withTaskGroup(of: (Int, (any Error)?).self) { group in
             for (position, member) in playing.enumerated() {
+                let decided = volumes.map { SessionCommand.setVolume($0[position]) } ?? decided
                 group.addTask {
                     do { try await member.cast.session.perform(decided) } catch { return (position, error) }
                     return (position, nil)
@@ -355,14 +398,42 @@ public final class GroupCast: Sendable {
         for (position, error) in errors { say("\(playing[position].device.name) did not \(command.word): \(error)") }
     }
 
-    /// `command` as every member is to do it: a toggle, a volume step or a relative seek as the lead decides it.
+    /// Sets one member's volume or mute alone (`route volume 40 --to Kitchen` while Kitchen plays in the group); the
+    /// group's volume is then its loudest member's.
+    /// - Throws: `RouteError`: `unsupported` for any other command (pause, seek, next and stop act on the whole group),
+    ///   `commandFailed` when `device` does not play in the group; the device's own error.
+    public func perform(_ command: SessionCommand, on device: MediaDevice) async throws {
+        switch command {
+        case .setVolume, .changeVolume, .setMuted, .toggleMute: break
+        default:
+            throw RouteError(.unsupported, "\(command.word) acts on the whole group \(self.device.name), not on \(device.name) alone",
+                             device: device.name, reason: "it plays in a group")
+        }
+        let ids = Set(device.routes.map(\.id))
+        guard let member = state.withLock({ Self.playing(in: $0).first { !ids.isDisjoint(with: $0.device.routes.map(\.id)) } }) else {
+            throw RouteError(.commandFailed, "\(device.name) does not play in the group", device: device.name, reason: "it does not play in the group")
+        }
+        try await member.cast.session.perform(command)
+    }
+
+    /// Each member's volume for a group's volume `command` (nil for any other command): the loudest member gets the level
+    /// asked for and the others keep their balance with it (each scaled alike); all get it when none is heard.
+    private func volumes(for command: SessionCommand, of members: [Member]) -> [Double]? {
+        guard case .setVolume(let level) = command else { return nil }
+        let volumes = state.withLock { state in members.map { state.last[$0.number]?.playback.volume } }
+        guard let loudest = volumes.compactMap({ $0 }).max(), loudest > 0 else { return members.map { _ in level } }
+        return volumes.map { volume in volume.map { min(1, $0 * level / loudest) } ?? level }
+    }
+
+    /// `command` as every member is to do it: a toggle, a volume step or a relative seek as the group decides it (from
+    /// the lead's playback; a volume step from the loudest member's).
     private func alike(_ command: SessionCommand, lead: QueueSession) async throws -> SessionCommand {
         let playback = await lead.playback
         switch command {
         case .togglePause: return playback.state == .playing ? .pause : .play
-        case .toggleMute: return .setMuted(!(playback.muted ?? false))
+        case .toggleMute: return .setMuted(!(state.withLock { Self.sound(in: $0).muted } ?? false))
         case .changeVolume(let step):
-            guard let volume = playback.volume else { return command }
+            guard let volume = state.withLock({ Self.sound(in: $0).volume }) else { return command }
             return .setVolume(min(1, max(0, volume + step)))
         case .seek(.relative(let delta)): return .seek(.absolute(max(0, playback.position + delta)))
         default: return command

@@ -201,6 +201,24 @@ extension RouteServiceAPI {
             self.text = text
         }
     }
+
+    /// A device playing in a group's session (the session's `Members`), with its own volume and mute.
+    public struct SessionMember: Sendable, Codable, Equatable {
+        public var device: MediaDevice
+        /// How it plays: `playing`, `paused`, … (`loading` until it has said).
+        public var state: String
+        /// Its own volume, 0–1 (−1 unknown).
+        public var volume: Double
+        public var muted: Bool
+
+        /// A member on `device` playing as `playback` says (nil: it has not said yet).
+        public init(device: MediaDevice, playback: PlaybackStatus?) {
+            self.device = device
+            state = (playback?.state ?? .loading).rawValue
+            volume = playback?.volume ?? -1
+            muted = playback?.muted ?? false
+        }
+    }
 }
 
 /// One options dictionary being read: each key of the type asked for and within its range, and no key it does not know.

@@ -39,6 +39,8 @@ public enum RouteServiceAPI {
         public static let unknownSession = "io.github.route.Route1.Error.UnknownSession"
         /// A failure of no particular kind (exit code 1).
         public static let failed = "io.github.route.Route1.Error.Failed"
+        /// The device or session cannot do that at all (`RouteError.Code.unsupported`; exit code 1).
+        public static let unsupported = "io.github.route.Route1.Error.Unsupported"
     }
 
     /// Where every error name of route's own is: `io.github.route.Route1.Error.<Code>`.
@@ -242,6 +244,8 @@ extension RouteServiceAPI {
         <method name="Move"><arg name="device" type="s" direction="in"/></method>
         <method name="AddDevice"><arg name="device" type="s" direction="in"/></method>
         <method name="RemoveDevice"><arg name="device" type="s" direction="in"/></method>
+        <method name="SetMemberVolume"><arg name="device" type="s" direction="in"/><arg name="level" type="d" direction="in"/></method>
+        <method name="SetMemberMuted"><arg name="device" type="s" direction="in"/><arg name="muted" type="b" direction="in"/></method>
         <signal name="Notice"><arg name="message" type="s"/></signal>
         <signal name="Ended"><arg name="reason" type="s"/><arg name="error" type="s"/><arg name="message" type="s"/></signal>
         <property name="Status" type="a{sv}" access="read"/>
@@ -259,6 +263,7 @@ extension RouteServiceAPI {
         <property name="AllowedCommands" type="as" access="read"/>
         <property name="EndsWithClient" type="b" access="read"/>
         <property name="MprisName" type="s" access="read"/>
+        <property name="Members" type="aa{sv}" access="read"/>
       </interface>
     </node>
     """

@@ -2,6 +2,7 @@
 // side, and the answering side inside the cast.
 
 import Foundation
+import RouteClient
 import RouteControl
 import RouteCore
 
@@ -16,8 +17,9 @@ package enum Control {
             do { said = try SessionCommand(word: command, value: parsed.positionals.first) } catch { throw UsageError(description: "\(error)") }
         }
         let casts = try await OurCasts.all(service: ServiceMode.mayAsk)
+        let members = casts.flatMap { cast in cast.members.map(\.device) }
         if command == "status", let query = parsed["to"], DeviceMatcher.thisComputer(query, in: [MediaDevice.thisComputer]) == nil,
-           DeviceMatcher.candidates(for: query, in: casts.map(\.device)) == nil {
+           DeviceMatcher.candidates(for: query, in: casts.map(\.device) + members) == nil {
             // No cast of ours there: say what the device plays, whoever started it (as `route watch` knows).
             return try await observe(query, parsed)
         }
@@ -25,19 +27,41 @@ package enum Control {
             throw RouteError.notCasting(query: parsed["to"])
         }
         let cast: OurCast
+        // A device playing in a group's session, named rather than its group: its volume and mute are its own.
+        var member: RouteServiceAPI.SessionMember?
         if let query = parsed["to"] {
-            let device = try DeviceMatcher.pick(query, in: casts.map(\.device))
-            cast = casts.first { $0.device.id == device.id }!
+            if DeviceMatcher.candidates(for: query, in: casts.map(\.device)) == nil, !members.isEmpty,
+               DeviceMatcher.candidates(for: query, in: members) != nil {
+                let device = try DeviceMatcher.pick(query, in: members)
+                cast = casts.first { $0.members.contains { $0.device.id == device.id } }!
+                member = cast.members.first { $0.device.id == device.id }
+            } else {
+                let device = try DeviceMatcher.pick(query, in: casts.map(\.device))
+                cast = casts.first { $0.device.id == device.id }!
+            }
         } else {
             guard casts.count == 1 else {
                 throw RouteError.ambiguousDevice(query: "", matches: casts.map(\.device.name))
             }
             cast = casts[0]
         }
-        if let said {
+        if let said, let member {
+            switch said {
+            case .setVolume, .setMuted: try await cast.perform(said, onMember: member.device)
+            default:
+                printError("\(member.device.name) plays in the group \(cast.device.name): \(said.word) acts on all of it")
+                try await cast.perform(said)
+            }
+        } else if let said {
             try await cast.perform(said)
         } else {
-            let (device, title, status) = try await cast.status()
+            var (device, title, status) = try await cast.status()
+            if let member {
+                // The member's own state, volume and mute; where the group is in the queue.
+                device = member.device
+                status.volume = member.volume >= 0 ? member.volume : nil
+                status.muted = member.muted
+            }
             if parsed.has("json") {
                 print(try JSONOutput.string(StatusReport(device: device, title: title, status: status)))
             } else {

@@ -147,6 +147,27 @@ public final class RemoteSession: SessionCommandTaker {
     /// Takes `device` out of a group's session: it stops, the others play on.
     public func removeDevice(_ device: String) async throws { _ = try await call(RouteServiceAPI.sessionInterface, "RemoveDevice", [.string(device)], timeout: .seconds(60)) }
 
+    /// The devices of a group's session, each with its own volume and mute (empty for a session on one device).
+    public func members() async throws -> [RouteServiceAPI.SessionMember] {
+        let reply = try await call("org.freedesktop.DBus.Properties", "Get",
+                                   [.string(RouteServiceAPI.sessionInterface), .string("Members")])
+        guard let value = reply.first?.unwrapped else { return [] }
+        if case .array(_, let elements) = value, elements.isEmpty { return [] }
+        return try DBusCoding.decode([RouteServiceAPI.SessionMember].self, from: value)
+    }
+
+    /// Sets the volume (`setVolume`) or mute (`setMuted`) of the member of a group's session `device` names, alone
+    /// (SetMemberVolume, SetMemberMuted); the group's volume is then its loudest member's.
+    /// - Throws: `RouteServiceError` (`Unsupported` for any other command, or a session on one device; `CommandFailed`
+    ///   when no member answers to `device`).
+    public func perform(_ command: SessionCommand, onMember device: String) async throws {
+        let (method, arguments) = command.dbusCall
+        guard method == "SetVolume" || method == "SetMuted" else {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.unsupported, "\(command.word) acts on the whole group, not on \(device) alone")
+        }
+        _ = try await session(method.replacing("Set", with: "SetMember"), [.string(device)] + arguments)
+    }
+
     private func session(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
         try await call(RouteServiceAPI.sessionInterface, method, arguments)
     }

@@ -19,6 +19,8 @@ package struct OurCast: Sendable {
     /// The device it plays on.
     package let device: MediaDevice
     package let reach: Reach
+    /// A group's members as they play, each with its own volume (a session of the service's; none otherwise).
+    package var members: [RouteServiceAPI.SessionMember] = []
 
     /// Sends `command` to the cast.
     /// - Throws: `RouteError` when the device refuses the command or the cast does not answer.
@@ -27,6 +29,16 @@ package struct OurCast: Sendable {
         case .socket(let path): _ = try await ask(path, ControlRequest(command))
         case .service(let session): try await session.perform(command)
         }
+    }
+
+    /// Sets the volume or mute of the member on `member` alone (a group's session of the service's).
+    /// - Throws: `RouteError` when the cast is not the service's, or the service refuses.
+    package func perform(_ command: SessionCommand, onMember member: MediaDevice) async throws {
+        guard case .service(let session) = reach else {
+            throw RouteError(.unsupported, "\(device.name) plays in a `route cast` of its own: a member's volume is set through the route service",
+                             device: member.name, reason: "its group plays outside the route service")
+        }
+        try await session.perform(command, onMember: member.id)
     }
 
     /// What plays now (its position as of now).
@@ -74,7 +86,9 @@ package enum OurCasts {
         for session in (try? await client.sessions()) ?? [] {
             // A session that ended as it was asked is no longer there.
             guard let status = try? await session.status() else { continue }
-            casts.append(OurCast(device: status.device, reach: .service(session)))
+            var cast = OurCast(device: status.device, reach: .service(session))
+            if status.device.kind == .group { cast.members = (try? await session.members()) ?? [] }
+            casts.append(cast)
         }
         return casts
     }

@@ -30,6 +30,11 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         /// The device it plays on (a group's: the group).
         var device: MediaDevice { switch self { case .movable(let cast): cast.device; case .group(let cast): cast.device } }
         var devices: [MediaDevice] { switch self { case .movable(let cast): cast.devices; case .group(let cast): cast.devices } }
+        /// A group's members as they play (none for a session on one device).
+        var members: [RouteServiceAPI.SessionMember] {
+            guard case .group(let cast) = self else { return [] }
+            return cast.members.map { RouteServiceAPI.SessionMember(device: $0.device, playback: $0.playback) }
+        }
         var session: QueueSession { switch self { case .movable(let cast): cast.session; case .group(let cast): cast.session } }
         var published: any PlayingCast { switch self { case .movable(let cast): cast; case .group(let cast): cast } }
         func say(_ words: String) { switch self { case .movable(let cast): cast.say(words); case .group(let cast): cast.say(words) } }
@@ -184,6 +189,22 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         }
     }
 
+    /// Sets the volume or mute of the group's member `query` names alone (`GroupCast.perform(_:on:)`).
+    /// - Throws: `RouteError` when the session is not a group's or no member answers to `query`; the member's own error.
+    func perform(_ command: SessionCommand, onMember query: String) async throws {
+        guard case .group(let group) = cast else {
+            throw RouteError(.unsupported, "\(device.name) plays alone: its volume is the session's (SetVolume, SetMuted)",
+                             device: device.name, reason: "it plays alone")
+        }
+        let members = group.members.map(\.device)
+        guard let (_, found) = DeviceMatcher.candidates(for: query, in: members) else {
+            throw RouteError(.commandFailed, "\(query) does not play in the group (\(members.map(\.name).joined(separator: ", ")) do)",
+                             device: query, reason: "it does not play in the group")
+        }
+        guard found.count == 1 else { throw RouteError.ambiguousDevice(query: query, matches: found.map(\.name)) }
+        try await group.perform(command, on: found[0])
+    }
+
     /// Puts the session's object on the bus: before its path is handed out, since a client asks it at once.
     /// - Throws: `DBusError` when the bus refuses it (`run()` then stops the device and ends).
     func publish() throws {
@@ -270,6 +291,13 @@ final class ServiceSession: Sendable, DBusObjectHandler {
                     throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method) takes a device's name or id")
                 }
                 if method == "Move" { try await move(to: query) } else { try await change(adding: method == "AddDevice", query) }
+            case "SetMemberVolume", "SetMemberMuted":
+                // The member, then the level or mute as SetVolume and SetMuted take them.
+                let alone = String(method.replacing("Member", with: ""))
+                guard let query = text, !query.isEmpty, let command = try SessionCommand(dbusMethod: alone, arguments: Array(arguments.dropFirst())) else {
+                    throw DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "\(method) takes a member's name or id, then what \(alone) takes")
+                }
+                try await perform(command, onMember: query)
             default: throw DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", "no method \(method)")
             }
             return []
@@ -304,6 +332,9 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         ]
         if let value = try? DBusCoding.encode(status) { values["Status"] = value }
         if let value = encoded(status.device) { values["Device"] = value }
+        // An empty list would encode as `as`: the property is `aa{sv}` either way.
+        let members = cast.members
+        values["Members"] = members.isEmpty ? .array(elementType: "a{sv}", []) : (try? DBusCoding.encode(members)) ?? .array(elementType: "a{sv}", [])
         return values
     }
 

@@ -1,6 +1,7 @@
 // GroupLabTests: one cast on two renderers at once in the lab — a group kept, listed, cast to by name, paused, played,
 // seeked and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other playing; and through the
-// route service, a group as one session (detached, paused and stopped by the group's name, not moved) and --to twice.
+// route service, a group as one session (detached, each member's volume and the group's, paused and stopped, not moved)
+// and --to twice.
 
 import Foundation
 import RouteCore
@@ -15,6 +16,23 @@ extension LabTests {
 
         /// Both renderers' transport states, the first's first.
         private func states() throws -> [String] { [try Lab.transportState(), try Lab.transportState(at: Self.second)] }
+
+        /// Both renderers' volumes (0–100), the first's first.
+        private func volumes() throws -> [Int?] { [try Lab.volume(), try Lab.volume(at: Self.second)] }
+
+        /// `route status --to NAME`'s line once it says `words` (within 5 s: a member's volume reaches the service with
+        /// the renderer's next report); the last line when it never does (and the test fails).
+        private func status(of name: String, saying words: String, in sandbox: Sandbox, _ environment: [String: String]) async throws -> String {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while true {
+                let line = try await sandbox.run(["status", "--to", name], environment: environment).stdout
+                if line.contains(words) || ContinuousClock.now > deadline {
+                    #expect(line.contains(words), "route status --to \(name): \(line)")
+                    return line
+                }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
 
         /// Both renderers' states and positions, for a failure to show.
         private func positions() -> String {
@@ -105,8 +123,21 @@ extension LabTests {
                     let moved = try await sandbox.run(["move", "--to", "this"], environment: client)
                     #expect(moved.status != 0 && moved.stderr.contains("a group's cast does not move"), "\(moved)")
                     #expect(try states() == ["PLAYING", "PLAYING"])
-                    let paused = try await sandbox.run(["pause", "--to", "Both"], environment: client)
-                    #expect(paused.status == 0, "\(paused)")
+                    // Each member's volume on its own; the group's is its loudest member's, and setting it keeps the balance.
+                    for (level, name) in [("60", Lab.rendererName), ("30", Self.secondName)] {
+                        let set = try await sandbox.run(["volume", level, "--to", name], environment: client)
+                        #expect(set.status == 0, "\(set)")
+                    }
+                    try await Lab.until("each renderer has its own volume", within: 5) { try volumes() == [60, 30] }
+                    let member = try await status(of: Self.secondName, saying: "vol 30%", in: sandbox, client)
+                    #expect(member.hasPrefix("\(Self.secondName): playing long"), "\(member)")
+                    _ = try await status(of: "Both", saying: "vol 60%", in: sandbox, client)
+                    let scaled = try await sandbox.run(["volume", "30", "--to", "Both"], environment: client)
+                    #expect(scaled.status == 0, "\(scaled)")
+                    try await Lab.until("the loudest renderer at the group's volume, the other as much quieter", within: 5) { try volumes() == [30, 15] }
+                    // A member named for what acts on the whole group: the group does it, and says so.
+                    let paused = try await sandbox.run(["pause", "--to", Self.secondName], environment: client)
+                    #expect(paused.status == 0 && paused.stderr.contains("\(Self.secondName) plays in the group Both: pause acts on all of it"), "\(paused)")
                     try await Lab.until("both renderers are paused", within: 5) { try states() == ["PAUSED_PLAYBACK", "PAUSED_PLAYBACK"] }
                     let stopped = try await sandbox.run(["stop", "--to", "Both"], environment: client)
                     #expect(stopped.status == 0, "\(stopped)")

@@ -191,9 +191,9 @@ enum Lab {
         return text.split(separator: ":").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
     }
 
-    /// The renderer's own Master volume, 0–100.
-    static func volume() throws -> Int? {
-        value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>")).flatMap { Int($0) }
+    /// A renderer's own Master volume, 0–100 (the lab's renderer's unless another's description is given).
+    static func volume(at description: String = renderer) throws -> Int? {
+        value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>", at: description)).flatMap { Int($0) }
     }
 
     /// The URI the renderer says it plays now (GetPositionInfo's TrackURI).
