@@ -156,12 +156,16 @@ public final class GroupCast: Sendable {
 
     /// Says the lead's latest status as the group's (the lead changed: its status may not change for a while).
     private func announceLead() {
-        guard let status = state.withLock({ state in
-            Self.lead(of: state).flatMap { state.last[$0.number] }.map { lead in
-                place.latest.withLock { $0 = lead }
-                return asTheGroups(lead, in: state)
-            }
-        }) else { return }
+        state.withLock { state in
+            guard let lead = Self.lead(of: state).flatMap({ state.last[$0.number] }) else { return }
+            place.latest.withLock { $0 = lead }
+            tell(asTheGroups(lead, in: state))
+        }
+    }
+
+    /// Says a status as the group's: under the state's lock, so that two members' statuses go out in the order they
+    /// were made (a stale volume would otherwise win).
+    private func tell(_ status: QueueStatus) {
         said.yield(.status(status))
         statuses.send(status)
     }
@@ -338,7 +342,7 @@ public final class GroupCast: Sendable {
         for await event in member.cast.events {
             switch event {
             case .status(let status):
-                let (group, leads, first, groupPaused) = state.withLock { state -> (QueueStatus?, Bool, Bool, Bool) in
+                let (leads, first, groupPaused) = state.withLock { state -> (Bool, Bool, Bool) in
                     let before = state.last.updateValue(status, forKey: member.number)?.playback
                     let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
@@ -348,17 +352,14 @@ public final class GroupCast: Sendable {
                     if leads { place.latest.withLock { $0 = status } }
                     // Another member's volume or mute is the group's too (its loudest, all muted).
                     let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
-                    let shown = leads ? status : soundChanged ? place.latest.withLock { $0 } : nil
-                    return (shown.map { asTheGroups($0, in: state) }, leads, first, place.latest.withLock { $0?.playback.state == .paused })
+                    if let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil { tell(asTheGroups(shown, in: state)) }
+                    return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
                 }
                 if first, member.joined {
                     if member.returns > 0 { say("\(member.device.name) is back: it plays again") }
                     // It joins a group that is paused: it waits with it.
                     if groupPaused, !leads { try? await member.cast.session.pause() }
                 }
-                guard let group else { continue }
-                said.yield(.status(group))
-                statuses.send(group)
             case .notice(let words):
                 if state.withLock({ $0.noticed.insert(words).inserted }) { said.yield(event) }
             }

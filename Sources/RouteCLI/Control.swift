@@ -30,8 +30,10 @@ package enum Control {
         // A device playing in a group's session, named rather than its group: its volume and mute are its own.
         var member: RouteServiceAPI.SessionMember?
         if let query = parsed["to"] {
-            if DeviceMatcher.candidates(for: query, in: casts.map(\.device)) == nil, !members.isEmpty,
-               DeviceMatcher.candidates(for: query, in: members) != nil {
+            // A member when it matches better than any cast's own device does ("Kitchen" is a member's name and a prefix
+            // of the group "Kitchen and Hall").
+            let ownTier = DeviceMatcher.candidates(for: query, in: casts.map(\.device))?.0
+            if let memberTier = DeviceMatcher.candidates(for: query, in: members)?.0, ownTier.map({ memberTier < $0 }) ?? true {
                 let device = try DeviceMatcher.pick(query, in: members)
                 cast = casts.first { $0.members.contains { $0.device.id == device.id } }!
                 member = cast.members.first { $0.device.id == device.id }
@@ -57,10 +59,14 @@ package enum Control {
         } else {
             var (device, title, status) = try await cast.status()
             if let member {
-                // The member's own state, volume and mute; where the group is in the queue.
                 device = member.device
-                status.volume = member.volume >= 0 ? member.volume : nil
-                status.muted = member.muted
+                // A service's member says its own state, volume and mute (a `route cast`'s group knows only its devices);
+                // where it is in the queue is the group's.
+                if case .service = cast.reach, let state = PlaybackStatus.State(rawValue: member.state), state != .loading {
+                    status.state = state
+                    status.volume = member.volume >= 0 ? member.volume : nil
+                    status.muted = member.muted
+                }
             }
             if parsed.has("json") {
                 print(try JSONOutput.string(StatusReport(device: device, title: title, status: status)))
@@ -81,14 +87,14 @@ package enum Control {
 
     /// The answering side, inside `route cast`: applies a request to the session.
     /// `commands` take the command (the session by default; a group cast's reach every member), `device` is the one
-    /// the reply names (the session's by default; a group's).
+    /// the reply names (the session's by default; a group's), `members` a group's devices (each taken by the cast).
     package static func handle(_ request: ControlRequest, session: QueueSession, commands: (any SessionCommandTaker)? = nil,
-                               device: MediaDevice? = nil) async -> ControlReply {
+                               device: MediaDevice? = nil, members: [MediaDevice] = []) async -> ControlReply {
         let device = device ?? session.device
         do {
             if let command = request.command { try await (commands ?? session).perform(command) }
             let status = await session.playback
-            return ControlReply(ok: true, device: device, title: status.title, status: status)
+            return ControlReply(ok: true, device: device, title: status.title, status: status, members: members.isEmpty ? nil : members)
         } catch {
             return ControlReply(ok: false, error: "\(error)", device: device)
         }

@@ -19,7 +19,8 @@ package struct OurCast: Sendable {
     /// The device it plays on.
     package let device: MediaDevice
     package let reach: Reach
-    /// A group's members as they play, each with its own volume (a session of the service's; none otherwise).
+    /// A group's members as they play (a session of the service's: each with its own volume; a `route cast`'s: the
+    /// devices alone); none for a cast on one device.
     package var members: [RouteServiceAPI.SessionMember] = []
 
     /// Sends `command` to the cast.
@@ -63,9 +64,11 @@ package struct OurCast: Sendable {
         return reply
     }
 
-    /// Whether it plays on `device`: the same device, or one of its routes (a device merged since, or merged then).
+    /// Whether it plays on `device`: the same device, or one of its routes (a device merged since, or merged then); a
+    /// group's cast plays on each of its members.
     package func plays(on device: MediaDevice) -> Bool {
-        self.device.id == device.id || !Set(device.routes.map(\.id)).isDisjoint(with: self.device.routes.map(\.id))
+        let routes = Set(device.routes.map(\.id))
+        return ([self.device] + members.map(\.device)).contains { $0.id == device.id || !routes.isDisjoint(with: $0.routes.map(\.id)) }
     }
 }
 
@@ -80,7 +83,7 @@ package enum OurCasts {
     /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
     package static func all(service: Bool, removingStale: Bool = true) async throws -> [OurCast] {
         var casts = try await blocking { try ControlClient.liveSessions(removingStale: removingStale) }
-            .map { OurCast(device: $0.device, reach: .socket($0.socket)) }
+            .map { OurCast(device: $0.device, reach: .socket($0.socket), members: $0.members.map { RouteServiceAPI.SessionMember(device: $0, playback: nil) }) }
         guard service, RouteServiceClient.sessionBusExists, let client = try? await RouteServiceClient.connect(),
               (try? await client.isRunning()) == true else { return casts }
         for session in (try? await client.sessions()) ?? [] {

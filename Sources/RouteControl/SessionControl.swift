@@ -23,14 +23,18 @@ package struct ControlReply: Codable {
     package var device: MediaDevice?
     package var title: String?
     package var status: PlaybackStatus?
+    /// A group cast's devices (none for a cast on one device): each is taken by the cast.
+    package var members: [MediaDevice]?
 
     /// An answer of a running cast.
-    package init(ok: Bool, error: String? = nil, device: MediaDevice? = nil, title: String? = nil, status: PlaybackStatus? = nil) {
+    package init(ok: Bool, error: String? = nil, device: MediaDevice? = nil, title: String? = nil, status: PlaybackStatus? = nil,
+                 members: [MediaDevice]? = nil) {
         self.ok = ok
         self.error = error
         self.device = device
         self.title = title
         self.status = status
+        self.members = members
     }
 }
 
@@ -194,7 +198,7 @@ package enum ControlClient {
     /// Live sessions and the devices they play on; stale sockets are removed unless `removingStale` is false
     /// (`route watch` only looks: a cast stopped with Ctrl-Z does not answer, and keeps its socket).
     /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
-    package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice)] {
+    package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice, members: [MediaDevice])] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(), to: path), let device = reply.device else {
                 // Only a socket nobody listens on is stale: a cast that answered badly or late still plays, and
@@ -202,7 +206,7 @@ package enum ControlClient {
                 if removingStale, nobodyListens(at: path) { unlink(path) }
                 return nil
             }
-            return (path, device)
+            return (path, device, reply.members ?? [])
         }
     }
 

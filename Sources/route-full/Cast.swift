@@ -74,7 +74,7 @@ enum Cast {
         defer { cast.close() }
         for member in devices { try await OurCasts.checkFree(member, service: ServiceMode.mayAsk) }
         let control = try SessionControlServer(device: device) { request in
-            await Control.handle(request, session: cast.session, commands: cast.controls, device: device)
+            await Control.handle(request, session: cast.session, commands: cast.controls, device: device, members: device.kind == .group ? devices : [])
         }
         // Ends with this function, after any reply being written.
         async let _ = control.run()

@@ -63,6 +63,12 @@ extension LabTests {
                 try await Lab.until("both renderers play from 12 s", within: 5) {
                     try states() == ["PLAYING", "PLAYING"] && Lab.position() >= 12 && Lab.position(at: Self.second) >= 12
                 }
+                // Its members are taken: a cast of their own is refused; one member's volume is the route service's to set.
+                let other = try await sandbox.run(["cast", wav, "--to", Self.secondName], environment: upnp)
+                #expect(other.status != 0 && other.stderr.contains("already playing there"), "\(other)")
+                let alone = try await sandbox.run(["volume", "40", "--to", Self.secondName], environment: upnp)
+                #expect(alone.status != 0 && alone.stderr.contains("a member's volume is set through the route service"), "\(alone)")
+                #expect(try states() == ["PLAYING", "PLAYING"])
                 cast.signal(SIGTERM)
                 let stopped = await cast.finish(within: 10)
                 #expect(stopped.status == 130 && stopped.stdout.contains("stopped: long on Both"), "\(stopped)")
