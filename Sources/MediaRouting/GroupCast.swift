@@ -80,6 +80,9 @@ public final class GroupCast: Sendable {
         var last: [Int: QueueStatus] = [:]
         /// Notices said already (every member skips a file that cannot be played; it is said once).
         var noticed: Set<String> = []
+        /// Each member's volume as a share of the loudest's, as it was when the group was last set while it sounded: the
+        /// balance a group turned down to nothing gets back when it is turned up.
+        var balance: [Int: Double] = [:]
         /// The cast has ended or was stopped: no member joins any more.
         var over = false
     }
@@ -418,12 +421,17 @@ public final class GroupCast: Sendable {
     }
 
     /// Each member's volume for a group's volume `command` (nil for any other command): the loudest member gets the level
-    /// asked for and the others keep their balance with it (each scaled alike); all get it when none is heard.
+    /// asked for and the others keep their balance with it (each scaled alike). A group at 0 gets back the balance it had
+    /// when it was last set while it sounded; a member whose volume is not known gets the level.
     private func volumes(for command: SessionCommand, of members: [Member]) -> [Double]? {
         guard case .setVolume(let level) = command else { return nil }
-        let volumes = state.withLock { state in members.map { state.last[$0.number]?.playback.volume } }
-        guard let loudest = volumes.compactMap({ $0 }).max(), loudest > 0 else { return members.map { _ in level } }
-        return volumes.map { volume in volume.map { min(1, $0 * level / loudest) } ?? level }
+        return state.withLock { state in
+            let volumes = members.map { state.last[$0.number]?.playback.volume }
+            if let loudest = volumes.compactMap({ $0 }).max(), loudest > 0 {
+                for (member, volume) in zip(members, volumes) { state.balance[member.number] = volume.map { $0 / loudest } }
+            }
+            return members.map { min(1, level * (state.balance[$0.number] ?? 1)) }
+        }
     }
 
     /// `command` as every member is to do it: a toggle, a volume step or a relative seek as the group decides it (from

@@ -141,6 +141,13 @@ extension LabTests {
                     let scaled = try await sandbox.run(["volume", "30", "--to", "Both"], environment: client)
                     #expect(scaled.status == 0, "\(scaled)")
                     try await Lab.until("the loudest renderer at the group's volume, the other as much quieter", within: 5) { try volumes() == [30, 15] }
+                    // Down to nothing and up again: the balance comes back.
+                    for level in ["0", "30"] {
+                        let set = try await sandbox.run(["volume", level, "--to", "Both"], environment: client)
+                        #expect(set.status == 0, "\(set)")
+                        let wanted: [Int?] = level == "0" ? [0, 0] : [30, 15]
+                        try await Lab.until("the renderers at \(wanted)", within: 5) { try volumes() == wanted }
+                    }
                     // A member named for what acts on the whole group: the group does it, and says so.
                     let paused = try await sandbox.run(["pause", "--to", Self.secondName], environment: client)
                     #expect(paused.status == 0 && paused.stderr.contains("\(Self.secondName) plays in the group Both: pause acts on all of it"), "\(paused)")
