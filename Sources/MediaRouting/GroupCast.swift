@@ -208,7 +208,7 @@ public final class GroupCast: Sendable {
                     let (over, others, played, removed) = state.withLock { state in
                         state.running -= 1
                         if state.running == 0 { state.over = true }
-                        return (state.running == 0, state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }.map(\.device.name),
+                        return (state.running == 0, Self.playing(in: state).map(\.device.name),
                                 state.played.contains(member.number), state.removed.contains(member.number))
                     }
                     if member.number < first.count { start.leave(member.number) }
@@ -315,7 +315,7 @@ public final class GroupCast: Sendable {
                 state.returning[away.key] = nil
                 return nil
             }
-            let playing = state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+            let playing = Self.playing(in: state)
             guard let member = playing.first(where: { !ids.isDisjoint(with: $0.device.routes.map(\.id)) }) else {
                 throw RouteError(.commandFailed, "\(device.name) does not play in the group", device: device.name, reason: "it does not play in the group")
             }
@@ -350,7 +350,7 @@ public final class GroupCast: Sendable {
                     let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
                     // A member's end is not the group's while others play.
-                    let others = state.members.contains { $0.number != member.number && !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+                    let others = Self.playing(in: state).contains { $0.number != member.number }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
                     if leads { place.latest.withLock { $0 = status } }
                     // Another member's volume or mute is the group's too (its loudest, all muted).
@@ -379,7 +379,7 @@ public final class GroupCast: Sendable {
     public func perform(_ command: SessionCommand) async throws {
         let playing = state.withLock { state in
             if command == .stop { state.over = true }
-            return state.members.filter { !state.ended.contains($0.number) && !state.removed.contains($0.number) }
+            return Self.playing(in: state)
         }
         // Stopped or paused before the members have started: none of them plays (a play plays them later).
         if command == .stop || command == .pause { start.callOff() }

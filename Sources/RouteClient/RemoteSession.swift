@@ -152,7 +152,6 @@ public final class RemoteSession: SessionCommandTaker {
         let reply = try await call("org.freedesktop.DBus.Properties", "Get",
                                    [.string(RouteServiceAPI.sessionInterface), .string("Members")])
         guard let value = reply.first?.unwrapped else { return [] }
-        if case .array(_, let elements) = value, elements.isEmpty { return [] }
         return try DBusCoding.decode([RouteServiceAPI.SessionMember].self, from: value)
     }
 

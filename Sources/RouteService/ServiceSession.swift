@@ -332,9 +332,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         ]
         if let value = try? DBusCoding.encode(status) { values["Status"] = value }
         if let value = encoded(status.device) { values["Device"] = value }
-        // An empty list would encode as `as`: the property is `aa{sv}` either way.
-        let members = cast.members
-        values["Members"] = members.isEmpty ? .array(elementType: "a{sv}", []) : (try? DBusCoding.encode(members)) ?? .array(elementType: "a{sv}", [])
+        values["Members"] = .array(elementType: "a{sv}", cast.members.compactMap { try? DBusCoding.encode($0) })
         return values
     }
 
