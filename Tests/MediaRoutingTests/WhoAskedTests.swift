@@ -151,7 +151,7 @@ import Testing
             let file = folder + "/positions.json"
             let signed = "https://user:hunter2@x.example/talk.mp4?Signature=SECRETSIG&Expires=1"
             let old = #"{"\#(signed)":{"position":120,"updated":"2026-01-01T00:00:00Z"}}"#
-            FileManager.default.createFile(atPath: file, contents: Data(old.utf8), attributes: [.posixPermissions: 0o644])
+            _ = FileManager.default.createFile(atPath: file, contents: Data(old.utf8), attributes: [.posixPermissions: 0o644])
             #expect(ResumePositions(file: file).position(of: signed) == 120, "the old file's position is kept")
             let text = try String(contentsOfFile: file, encoding: .utf8)
             #expect(!text.contains("hunter2") && !text.contains("SECRETSIG"), "\(text)")

@@ -63,7 +63,7 @@ import Testing
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
-            try process.run()
+            try process.runUnblocked()
             // Like `| head -1`: read the first line, then close our end.
             let reader = pipe.fileHandleForReading
             var first = Data()

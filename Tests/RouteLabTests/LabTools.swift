@@ -63,7 +63,7 @@ enum Lab {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runUnblocked()
         return process
     }
 
@@ -82,14 +82,14 @@ enum Lab {
     /// hundreds at once) and returns once avahi-daemon has them; the caller stops it (the services leave with it).
     static func announce(_ arguments: [String]) async throws -> Helper {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("announce-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let process = Process()
         process.executableURL = RouteBinary.packageRoot.appendingPathComponent("scripts/lab")
         process.arguments = ["exec-b", RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/announce").path] + arguments
         let log = try FileHandle(forWritingTo: output)
         process.standardOutput = log
         process.standardError = log
-        try process.run()
+        try process.runUnblocked()
         try log.close()
         defer { try? FileManager.default.removeItem(at: output) }
         do {
@@ -155,7 +155,7 @@ enum Lab {
         process.arguments = ["-c", script, log, String(port)] + addresses
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runUnblocked()
         return Helper(process: process)
     }
 
@@ -196,9 +196,10 @@ enum Lab {
         value("CurrentVolume", in: try soap("RenderingControl", "GetVolume", "<Channel>Master</Channel>", at: description)).flatMap { Int($0) }
     }
 
-    /// The URI the renderer says it plays now (GetPositionInfo's TrackURI).
-    static func trackURI() throws -> String {
-        value("TrackURI", in: try soap("AVTransport", "GetPositionInfo")) ?? ""
+    /// The URI a renderer says it plays now (GetPositionInfo's TrackURI; the lab's renderer's unless another's
+    /// description is given).
+    static func trackURI(at description: String = renderer) throws -> String {
+        value("TrackURI", in: try soap("AVTransport", "GetPositionInfo", at: description)) ?? ""
     }
 
     /// The renderer's own NextURI (what it will play after the current item), "" when none.
@@ -273,7 +274,7 @@ final class FakeRenderer: Sendable {
         let output = try FileHandle(forWritingTo: log)
         process.standardOutput = output
         process.standardError = output
-        try process.run()
+        try process.runUnblocked()
         try? output.close() // the fake has its own copy (Foundation would keep this one open)
         self.process = process
         self.log = log
@@ -286,10 +287,11 @@ final class FakeRenderer: Sendable {
     /// What the fake logged so far (requests, events delivered, what it did on purpose).
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
-    /// Stops the fake (it sends byebye if it took part in SSDP).
+    /// Stops the fake (it sends byebye if it took part in SSDP) and removes its log (a test reads it before).
     func stop() {
         process.terminate()
         waitForExit(process, seconds: 5)
+        try? FileManager.default.removeItem(at: log)
     }
 }
 

@@ -47,13 +47,13 @@ extension PrivateSessionBus {
     /// `kill(process.processIdentifier, SIGKILL)` (SIGTERM is blocked in children Foundation starts).
     func monitor() throws -> (process: Process, output: String) {
         let output = directory + "/monitor-\(UUID().uuidString).txt"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-monitor")
         process.arguments = ["--address", address, "type='signal',path='/org/mpris/MediaPlayer2'"]
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runUnblocked()
         return (process, output)
     }
 }

@@ -26,7 +26,7 @@ final class GUISession: Sendable {
         // Not the test's output: a server that outlived the test would hold it open.
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
-        try server.run()
+        try server.runUnblocked()
         xvfb = server
         // The accessibility bus under the session's XDG_RUNTIME_DIR (a path socket, reachable from every namespace),
         // announced on Xvfb's display, not on any other.
@@ -41,7 +41,7 @@ final class GUISession: Sendable {
         do {
             let socket = "/tmp/.X11-unix/X\(number)"
             try await Lab.until("Xvfb listens on \(display)", within: 10) { FileManager.default.fileExists(atPath: socket) }
-            try launcher.run()
+            try launcher.runUnblocked()
             try await Lab.until("the accessibility bus is on the session bus", within: 10) {
                 try bus.tool("gdbus", ["call", "--session", "--dest", "org.a11y.Bus", "--object-path", "/org/a11y/bus",
                                        "--method", "org.a11y.Bus.GetAddress"]).status == 0
@@ -111,7 +111,7 @@ final class NotificationServer: Sendable {
         server.standardInput = FileHandle.nullDevice
         server.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         server.standardError = server.standardOutput
-        try server.run()
+        try server.runUnblocked()
         process = server
         let deadline = Date().addingTimeInterval(10)
         while lines().first != "ready" {
@@ -212,12 +212,12 @@ extension LabTests {
                 app.environment = ProcessInfo.processInfo.environment.merging(gui.environment) { $1 }
                 // Its output in a file, not a pipe: a pipe is read to its end only once every process holding it has gone.
                 let appLog = sandbox.root + "/app.txt"
-                FileManager.default.createFile(atPath: appLog, contents: nil)
+                _ = FileManager.default.createFile(atPath: appLog, contents: nil)
                 let appOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: appLog))
                 app.standardOutput = appOutput
                 app.standardError = appOutput
                 app.standardInput = FileHandle.nullDevice
-                try app.run()
+                try app.runUnblocked()
                 try? appOutput.close()
                 _ = try gui.rows(until: "Lab Renderer")
                 try gui.keys(["type", "--delay", "20", "renderer"])
@@ -480,7 +480,7 @@ extension LabTests {
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = handle
             process.standardError = handle
-            try process.run()
+            try process.runUnblocked()
             try handle.close()
             return process
         }

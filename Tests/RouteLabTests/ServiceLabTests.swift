@@ -154,7 +154,7 @@ extension LabTests {
                 daemon.arguments = ["--config-file=\(config)", "--nofork", "--nopidfile"]
                 daemon.environment = ["PATH": "/usr/bin:/bin", "ROUTE_PROVIDERS": "local", "XDG_RUNTIME_DIR": sandbox.runtimeDir,
                                       "HOME": sandbox.root]
-                try daemon.run()
+                try daemon.runUnblocked()
                 defer { kill(daemon.processIdentifier, SIGKILL) }
                 let bus = ["DBUS_SESSION_BUS_ADDRESS": address, "ROUTE_PROVIDERS": ""]
                 try await Lab.until("the bus listens", within: 5) { FileManager.default.fileExists(atPath: sandbox.root + "/bus") }
@@ -197,13 +197,13 @@ extension LabTests {
                     let meanwhile = steps.first(where: \.meanwhile)
                     let watcher = Process()
                     if let meanwhile {
-                        FileManager.default.createFile(atPath: log, contents: nil)
+                        _ = FileManager.default.createFile(atPath: log, contents: nil)
                         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
                         watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
                         watcher.arguments = ["DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "/bin/sh", "-c", "exec timeout 60 " + here(meanwhile.command)]
                         watcher.standardOutput = output
                         watcher.standardError = output
-                        try watcher.run()
+                        try watcher.runUnblocked()
                     }
                     defer { if watcher.isRunning { watcher.terminate() } }
                     for step in steps where !step.meanwhile {
@@ -316,14 +316,14 @@ extension LabTests {
                     let environment = bus.environment.merging(client) { $1 }
                     // What the service says on the bus, as any client sees it.
                     let said = sandbox.root + "/monitor.txt"
-                    FileManager.default.createFile(atPath: said, contents: nil)
+                    _ = FileManager.default.createFile(atPath: said, contents: nil)
                     let monitor = Process()
                     monitor.executableURL = URL(fileURLWithPath: "/usr/bin/stdbuf")
                     monitor.arguments = ["-oL", "gdbus", "monitor", "--session", "--dest", "io.github.route.Route1"]
                     monitor.environment = ProcessInfo.processInfo.environment.merging(bus.environment) { $1 }
                     monitor.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: said))
                     monitor.standardError = FileHandle.nullDevice
-                    try monitor.run()
+                    try monitor.runUnblocked()
                     defer {
                         // SIGKILL: the test runner ignores SIGTERM, and so does a child it starts.
                         kill(monitor.processIdentifier, SIGKILL)

@@ -24,7 +24,7 @@ private func curl(_ url: String, _ options: [String] = []) async throws -> Fetch
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["-s", "--max-time", "20", "-D", headerFile, "-o", bodyFile] + options + [url]
-        try process.run()
+        try process.runUnblocked()
         waitForExit(process, seconds: 25)
         return process.terminationStatus
     }
@@ -480,7 +480,7 @@ private final class IdleClient: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["-s", "--max-time", "20", "-D", headerFile, "-o", bodyFile, url]
-        try process.run()
+        try process.runUnblocked()
         defer {
             kill(process.processIdentifier, SIGKILL)
             waitForExit(process, seconds: 5)
@@ -563,7 +563,7 @@ private final class IdleClient: @unchecked Sendable {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = ["-s", "--max-time", "20", "-o", body, url]
-            try process.run()
+            try process.runUnblocked()
             return (process, body)
         }
         func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }

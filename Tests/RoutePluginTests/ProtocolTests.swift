@@ -129,7 +129,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: root + "/" + directory, withIntermediateDirectories: true)
         }
         func make(_ path: String, executable: Bool = true) throws {
-            FileManager.default.createFile(atPath: root + "/" + path, contents: Data("#!/bin/sh\n".utf8),
+            _ = FileManager.default.createFile(atPath: root + "/" + path, contents: Data("#!/bin/sh\n".utf8),
                                            attributes: [.posixPermissions: executable ? 0o755 : 0o644])
         }
         try make("a/route-provider-one")

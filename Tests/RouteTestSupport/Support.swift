@@ -162,7 +162,7 @@ public final class Sandbox: Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        try process.run()
+        try process.runUnblocked()
         let running = RouteProcess(process: process, stdoutPath: stdoutPath, stderrPath: stderrPath)
         launched.withLock { $0.append(running) }
         return running

@@ -19,6 +19,19 @@ public func waitForExit(_ process: Process, seconds: Double) {
     while process.isRunning, Date() < deadline { usleep(10_000) }
 }
 
+extension Process {
+    /// Runs the program with no signal blocked. Foundation hands a child the signal mask of the thread that starts it,
+    /// and Swift's concurrency threads (libdispatch's workers) block nearly every signal: a child started from a test
+    /// would never see terminate()'s SIGTERM (a paplay that plays on, a fake renderer that stays up after stop()).
+    public func runUnblocked() throws {
+        var none = sigset_t(), before = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &before)
+        defer { pthread_sigmask(SIG_SETMASK, &before, nil) }
+        try run()
+    }
+}
+
 /// What a helper program did: its exit status (128 + N when signal N ended it) and its output and errors together.
 public struct ToolOutput: Sendable {
     public let status: Int32
@@ -59,7 +72,7 @@ public func runTool(_ path: String, _ arguments: [String], environment: [String:
     var process = made()
     while true {
         do {
-            try process.run()
+            try process.runUnblocked()
             break
         } catch let error as NSError where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY)
                                             && ContinuousClock.now - started < .seconds(5) {
