@@ -1,6 +1,7 @@
-// DesktopAudio: what this machine plays, on a device — a sink named for the device on the sound server, its sound
-// streamed live (L16 or WAV) through route's media server, the device started when sound plays and stopped after a
-// quiet spell, the volume the same on both sides, and a "Desktop audio" session on the desktop's media controls.
+// DesktopAudio: what this machine plays, on a device or a group's members — a sink named for it on the sound server,
+// its sound streamed live (L16 or WAV) through route's media server (to each member, delayed so that all sound
+// together), each device started when sound plays and stopped after a quiet spell, the volume the same on both sides,
+// and a "Desktop audio" session on the desktop's media controls.
 
 import Foundation
 import NowPlaying
@@ -54,7 +55,7 @@ public enum DesktopAudioEvent: Sendable, Hashable {
     public func words(device: String) -> String {
         switch self {
         case .ready(let sink, let server, let format, let route, _):
-            return "\(device) is a sink on \(server) (\(sink)): what plays into it plays on \(device) over \(route) as \(format)"
+            return "what plays into \(sink) on \(server) plays on \(device) over \(route) as \(format)"
         case .starting: return "sound plays: starting \(device)"
         case .playing: return "\(device) plays the desktop's sound"
         case .stopped(let seconds):
@@ -83,13 +84,28 @@ public enum DesktopAudioEvent: Sendable, Hashable {
     }
 }
 
-/// Desktop audio on one device, for as long as `run()` runs.
-public final class DesktopAudio: Sendable {
-    /// The device that plays.
+/// One device that plays a sink's sound: the route and format it is sent over, and its own stream of the sink's sound
+/// (in a group, started with as much silence as it holds sound back less than the slowest member, so all sound together).
+public struct DesktopAudioMember: Sendable {
+    /// The device.
     public let device: MediaDevice
-    /// Its route the sound goes over, and the stream's format.
+    /// The route the sound goes over.
     public let route: MediaRoute
+    /// The stream's format.
     public let format: LiveAudio.Format
+    /// Its stream of the sink's sound.
+    let audio: LiveAudio
+
+    /// The silence its stream starts with (zero for one device alone, and for a group's slowest member).
+    public var lead: Duration { audio.lead }
+}
+
+/// Desktop audio on one device, or on a group's members at once, for as long as `run()` runs.
+public final class DesktopAudio: Sendable {
+    /// The device the sink is named and shown for: the one device, or the group.
+    public let device: MediaDevice
+    /// The devices that play the sink's sound: the device, or the group's members.
+    public let members: [DesktopAudioMember]
     /// The sound server the sink is on.
     public let server: SoundServer
     /// The sink, named `route.<device id>` and shown with the device's name.
@@ -97,17 +113,50 @@ public final class DesktopAudio: Sendable {
     private let router: MediaRouter
     private let servers: MediaServers
     private let settings: DesktopAudioSettings
-    private let audio = LiveAudio()
-    /// Where a person's volume goes: the playing session's requests (one reader applies the newest, in order), or, while
-    /// none plays, the volume the next session starts with; and when a request was last made (the device's reports
-    /// lag behind it: they are not shown on the sink meanwhile).
-    private let volume = Mutex<(requests: AsyncStream<VolumeRequest>.Continuation?, pending: VolumeRequest?, lastRequest: ContinuousClock.Instant?)>((nil, nil, nil))
+    /// Where a person's volume goes, by member: its playing session's requests (one reader applies the newest, in
+    /// order), or, while none plays there, the volume its next session starts with; and when a request was last made
+    /// (the devices' reports lag behind it: they are not shown on the sink meanwhile).
+    private let volume = Mutex(VolumeRequests())
+    /// The members' playing sessions, by member: what the desktop's controls for a group act on.
+    private let sessions = Mutex<[Int: QueueSession]>([:])
 
     /// Desktop audio for `device` through `router`'s controllers, served by `servers`.
     /// - Throws: `RouteError.unsupported` for This computer (its sound would come back into the sink), for a device
     ///   whose routes take neither L16 nor WAV, or when `settings.via` names none of its routes;
     ///   `SoundSinkError` when no sound server runs.
-    public init(device: MediaDevice, router: MediaRouter, servers: MediaServers, settings: DesktopAudioSettings = DesktopAudioSettings()) throws {
+    public convenience init(device: MediaDevice, router: MediaRouter, servers: MediaServers, settings: DesktopAudioSettings = DesktopAudioSettings()) throws {
+        try self.init(group: device, members: [device], delays: [:], router: router, servers: servers, settings: settings)
+    }
+
+    /// Desktop audio for a group's `members` at once, through one sink named and shown for `group`. Each member's
+    /// stream starts with as much silence as the member holds sound back less than the slowest member: what `delays`
+    /// sets for it (seconds, by device id: `route group delay`), else what its protocol typically holds a live stream
+    /// back (`LiveDelays`).
+    /// - Throws: what a sink to one device refuses, for any member (a group plays on every member or not at all).
+    public init(group: MediaDevice, members devices: [MediaDevice], delays: [String: Double], router: MediaRouter, servers: MediaServers,
+                settings: DesktopAudioSettings = DesktopAudioSettings()) throws {
+        let chosen = try devices.map { ($0, try Self.choose(for: $0, settings: settings)) }
+        guard let server = settings.server ?? SoundServer.running() else {
+            throw SoundSinkError("no sound server runs for this user (neither PipeWire's nor PulseAudio's socket is in "
+                                 + "XDG_RUNTIME_DIR): desktop audio comes from one")
+        }
+        let lags = chosen.map { device, choice in delays[device.id] ?? LiveDelays.typical(of: choice.route) }
+        let slowest = lags.max() ?? 0
+        members = zip(chosen, lags).map { chosen, lag in
+            let (device, (route, format)) = chosen
+            return DesktopAudioMember(device: device, route: route, format: format, audio: LiveAudio(lead: .milliseconds(Int(((slowest - lag) * 1000).rounded()))))
+        }
+        device = group
+        self.server = server
+        self.router = router
+        self.servers = servers
+        self.settings = settings
+        sink = SoundSink(server: server, name: "route." + group.id, description: group.name, rate: members[0].audio.rate,
+                         channels: members[0].audio.channels)
+    }
+
+    /// The route to `device` that desktop audio goes over, and the stream's format: L16 where a route takes it, else WAV.
+    private static func choose(for device: MediaDevice, settings: DesktopAudioSettings) throws -> (route: MediaRoute, format: LiveAudio.Format) {
         let routes = device.routes.filter { settings.via.map($0.isReached(via:)) ?? true }
         if let via = settings.via, routes.isEmpty {
             throw RouteError.unsupported(device: device.name, what: "be reached over \(via) (it has \(device.protocols.joined(separator: ", ")))")
@@ -119,57 +168,29 @@ public final class DesktopAudio: Sendable {
         }
         let formats = settings.format.map { [$0] } ?? [.l16, .wav]
         let mimeTypes: [LiveAudio.Format: String] = [.l16: "audio/L16", .wav: "audio/wav"]
-        guard let (route, format) = formats.lazy.compactMap({ format in
+        guard let choice = formats.lazy.compactMap({ format in
             remote.first { $0.accepts.accepts(mimeType: mimeTypes[format]!) }.map { ($0, format) }
         }).first else {
             let wanted = settings.format.map { $0 == .l16 ? "L16" : "WAV" } ?? "uncompressed sound (L16 or WAV)"
             throw RouteError.unsupported(device: device.name, what: "play \(wanted), which desktop audio is sent as")
         }
-        guard let server = settings.server ?? SoundServer.running() else {
-            throw SoundSinkError("no sound server runs for this user (neither PipeWire's nor PulseAudio's socket is in "
-                                 + "XDG_RUNTIME_DIR): desktop audio comes from one")
-        }
-        self.device = device
-        self.route = route
-        self.format = format
-        self.server = server
-        self.router = router
-        self.servers = servers
-        self.settings = settings
-        sink = SoundSink(server: server, name: "route." + device.id, description: device.name, rate: audio.rate, channels: audio.channels)
+        return choice
     }
 
-    /// Keeps the sink and plays what sounds in it on the device until cancelled; says what happens to `say`, and the
-    /// session's statuses to `status`. The sink is made again when the sound server restarts; a device that fails or
-    /// vanishes is tried again when sound plays.
+    /// Keeps the sink and plays what sounds in it on every member until cancelled; says what happens to `say`, with
+    /// the member it happened on (the sink's own device for what happened to the sink). The sink is made again when
+    /// the sound server restarts; a member that fails or vanishes is tried again when sound plays, the others play on.
     /// - Throws: `SoundSinkError` when the sink cannot be made at the start; `MediaError.server` when no local address
-    ///   reaches the device.
-    public func run(say: @escaping @Sendable (DesktopAudioEvent) -> Void, status: @escaping @Sendable (QueueStatus) -> Void = { _ in }) async throws {
-        let address = route.address ?? device.address ?? ""
-        let server = try servers.server(on: try LocalAddress.toward(address))
-        // The desktop's sound (a call, a meeting) goes to the device alone, never to a neighbour it told the URL.
-        let audience = Audience.route(route, at: address)
-        let url = server.offer(live: audio, as: format, for: audience)
-        // A device that lists L16 but refuses it gets WAV, when it takes that.
-        let fallback = format == .l16 && settings.format == nil && route.accepts.accepts(mimeType: "audio/wav") ? server.offer(live: audio, as: .wav, for: audience) : nil
-        defer {
-            server.withdraw(url)
-            if let fallback { server.withdraw(fallback) }
-        }
-        let item = {
-            var item = MediaItem(url: url, mimeType: audio.mimeType(format), title: "Desktop audio", artist: Self.hostName, kind: .audio)
-            item.isLive = true
-            item.isConverted = true
-            item.fallbackURL = fallback
-            item.fallbackMimeType = fallback.map { _ in route.accepts.spelling(of: audio.mimeType(.wav)) }
-            return item
-        }()
+    ///   reaches a member.
+    public func run(say: @escaping @Sendable (DesktopAudioEvent, _ on: MediaDevice) -> Void) async throws {
+        let streams = try members.map { try stream(to: $0) }
+        defer { for stream in streams { stream.withdraw() } }
         let (ready, madeIt) = AsyncStream<Void>.makeStream()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await self.audio.run() }
+            for member in members { group.addTask { await member.audio.run() } }
             group.addTask {
                 defer { madeIt.finish() }
-                try await self.keepSink(say: say, ready: { madeIt.yield() })
+                try await self.keepSink(say: { say($0, self.device) }, ready: { madeIt.yield() })
             }
             // Nothing plays before the sink exists; when it cannot be made, the group ends with why.
             var made = false
@@ -182,11 +203,36 @@ public final class DesktopAudio: Sendable {
                 group.cancelAll()
                 return
             }
-            say(.ready(sink: sink.name, server: self.server.displayName, format: format == .l16 ? "L16" : "WAV", route: route.protocolName, url: url))
-            group.addTask { await self.playWhileSounding(item, say: say, status: status) }
+            for (index, (member, stream)) in zip(members, streams).enumerated() {
+                say(.ready(sink: sink.name, server: server.displayName, format: member.format == .l16 ? "L16" : "WAV",
+                           route: member.route.protocolName, url: stream.item.url), member.device)
+                group.addTask { await self.playWhileSounding(stream.item, member: index, say: { say($0, member.device) }) }
+            }
             try await group.next()
             group.cancelAll()
         }
+    }
+
+    /// A member's stream offered by the media server toward it: the item its device is sent, and how to withdraw it.
+    private func stream(to member: DesktopAudioMember) throws -> (item: MediaItem, withdraw: @Sendable () -> Void) {
+        let route = member.route, audio = member.audio
+        let address = route.address ?? member.device.address ?? ""
+        let server = try servers.server(on: try LocalAddress.toward(address))
+        // The desktop's sound (a call, a meeting) goes to the device alone, never to a neighbour it told the URL.
+        let audience = Audience.route(route, at: address)
+        let url = server.offer(live: audio, as: member.format, for: audience)
+        // A device that lists L16 but refuses it gets WAV, when it takes that.
+        let fallback = member.format == .l16 && settings.format == nil && route.accepts.accepts(mimeType: "audio/wav")
+            ? server.offer(live: audio, as: .wav, for: audience) : nil
+        var item = MediaItem(url: url, mimeType: audio.mimeType(member.format), title: "Desktop audio", artist: Self.hostName, kind: .audio)
+        item.isLive = true
+        item.isConverted = true
+        item.fallbackURL = fallback
+        item.fallbackMimeType = fallback.map { _ in route.accepts.spelling(of: audio.mimeType(.wav)) }
+        return (item, {
+            server.withdraw(url)
+            if let fallback { server.withdraw(fallback) }
+        })
     }
 
     /// The sink, made again (with a growing pause, while the sound server is away) whenever the sound server drops
@@ -194,9 +240,11 @@ public final class DesktopAudio: Sendable {
     private func keepSink(say: @escaping @Sendable (DesktopAudioEvent) -> Void, ready: @escaping @Sendable () -> Void) async throws {
         var pause: Duration = .milliseconds(500)
         let made = Flag()
+        let streams = members.map(\.audio)
         while !Task.isCancelled {
             do {
-                try await sink.run(audio: { [audio] in audio.push($0) }, volume: { [weak self] in self?.personChanged(level: $0, muted: $1) },
+                try await sink.run(audio: { samples in for stream in streams { stream.push(samples) } },
+                                   volume: { [weak self] in self?.personChanged(level: $0, muted: $1) },
                                    ready: {
                                        made.set()
                                        ready()
@@ -214,14 +262,14 @@ public final class DesktopAudio: Sendable {
         }
     }
 
-    /// Starts the device when sound plays, stops it after the quiet spell; again and again.
-    private func playWhileSounding(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
-                                   status: @escaping @Sendable (QueueStatus) -> Void) async {
+    /// Starts member `index` when sound plays, stops it after the quiet spell; again and again.
+    private func playWhileSounding(_ item: MediaItem, member index: Int, say: @escaping @Sendable (DesktopAudioEvent) -> Void) async {
+        let audio = members[index].audio
         while !Task.isCancelled {
             await audio.waitForSound()
             if Task.isCancelled { return }
             say(.starting)
-            let outcome = await playOnce(item, say: say, status: status)
+            let outcome = await playOnce(item, member: index, say: say)
             switch outcome {
             case .quiet:
                 say(.stopped(quietSeconds: Double(settings.quietSpell.components.seconds) + Double(settings.quietSpell.components.attoseconds) / 1e18))
@@ -244,31 +292,39 @@ public final class DesktopAudio: Sendable {
     /// (a person who stopped it while music plays meant it).
     static let pauseAfterElsewhere: Duration = .seconds(2)
 
-    /// One session on the device, until the quiet spell (stopped), a failure, or cancellation.
-    private func playOnce(_ item: MediaItem, say: @escaping @Sendable (DesktopAudioEvent) -> Void,
-                          status: @escaping @Sendable (QueueStatus) -> Void) async -> Outcome {
+    /// One session on member `index`, until the quiet spell (stopped), a failure, or cancellation.
+    private func playOnce(_ item: MediaItem, member index: Int, say: @escaping @Sendable (DesktopAudioEvent) -> Void) async -> Outcome {
+        let member = members[index]
         var options = QueueSession.Options(startTimeout: settings.startTimeout)
         options.onNotice = { say(.notice($0)) }
-        let route = self.route
-        let session = QueueSession(device: device.preferring(route), titles: ["Desktop audio"], options: options,
+        let route = member.route
+        let session = QueueSession(device: member.device.preferring(route), titles: ["Desktop audio"], options: options,
                                    open: { [router] in try await router.controller(for: $0) }) { _ in
             QueueSession.Prepared(route: route, item: item)
         }
         let (requests, request) = AsyncStream<VolumeRequest>.makeStream(bufferingPolicy: .bufferingNewest(1))
         volume.withLock { state in
-            state.requests = request
-            if let pending = state.pending { request.yield(pending) }
-            state.pending = nil
+            state.requests[index] = request
+            if let pending = state.pending.removeValue(forKey: index) { request.yield(pending) }
         }
-        defer { volume.withLock { $0.requests = nil } }
+        sessions.withLock { $0[index] = session }
+        defer {
+            volume.withLock { _ = $0.requests.removeValue(forKey: index) }
+            sessions.withLock { _ = $0.removeValue(forKey: index) }
+        }
         let (played, didPlay) = AsyncStream<Void>.makeStream()
-        sink.report(delay: Self.delay(of: route))
+        // A group sounds when its slowest members (those without lead) do: their delay is the group's.
+        sink.report(delay: members.filter { $0.lead == .zero }.map { Self.delay(of: $0.route) }.max() ?? .zero)
         let stoppedForQuiet = QuietStop()
-        let sink = self.sink, audio = self.audio, quietSpell = settings.quietSpell, device = self.device
+        let sink = self.sink, audio = member.audio, quietSpell = settings.quietSpell
         var failure: (any Error)?
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await DesktopAudioPublication.run(session, device: device) }
+                // The desktop's controls: one player, for the device or the group (the first member's session shows it).
+                if index == 0 {
+                    let shown = device, alone = members.count == 1
+                    group.addTask { await DesktopAudioPublication.run(session, device: shown, perform: alone ? session.perform : self.performOnAll) }
+                }
                 // A person's volume, in order, once the device plays.
                 group.addTask {
                     for await _ in played { break }
@@ -281,7 +337,6 @@ public final class DesktopAudio: Sendable {
                     var shown: (Double?, Bool?) = (nil, nil)
                     var saidPlaying = false
                     for await update in session.statusUpdates() {
-                        status(update)
                         let playback = update.playback
                         if let reason = playback.endReason { stoppedForQuiet.endReason.withLock { $0 = reason } }
                         if !saidPlaying, playback.state == .playing {
@@ -289,6 +344,8 @@ public final class DesktopAudio: Sendable {
                             say(.playing)
                             didPlay.finish()
                         }
+                        // The sink shows the first member's volume (a group's members are set alike from it).
+                        guard index == 0 else { continue }
                         let asked = self.volume.withLock { $0.lastRequest }
                         if let asked, ContinuousClock.now - asked < Self.requestSettles { continue }
                         if let level = playback.volume, shown.0 != level || shown.1 != playback.muted {
@@ -319,15 +376,26 @@ public final class DesktopAudio: Sendable {
         }
         if stoppedForQuiet.happened.withLock({ $0 }) { return .quiet }
         if failure == nil, [.replaced, .stopped].contains(stoppedForQuiet.endReason.withLock({ $0 })) { return .elsewhere }
-        return .failed(failure ?? RouteError.unsupported(device: device.name, what: "keep playing the stream: it ended it"))
+        return .failed(failure ?? RouteError.unsupported(device: member.device.name, what: "keep playing the stream: it ended it"))
     }
 
-    /// A person (or an app) moved the sink's volume or mute: the device follows; with no session, the next one does.
+    /// A command from the group's desktop controls, on every member that plays now.
+    @Sendable private func performOnAll(_ command: SessionCommand) async throws {
+        let playing = sessions.withLock { Array($0.values) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for session in playing { group.addTask { try await session.perform(command) } }
+            try await group.waitForAll()
+        }
+    }
+
+    /// A person (or an app) moved the sink's volume or mute: every member follows; one with no session, its next one.
     private func personChanged(level: Double, muted: Bool) {
         let wanted = VolumeRequest(level: level, muted: muted)
         volume.withLock { state in
             state.lastRequest = .now
-            if let requests = state.requests { requests.yield(wanted) } else { state.pending = wanted }
+            for index in members.indices {
+                if let requests = state.requests[index] { requests.yield(wanted) } else { state.pending[index] = wanted }
+            }
         }
     }
 
@@ -353,6 +421,13 @@ public final class DesktopAudio: Sendable {
     private static let hostName = ProcessInfo.processInfo.hostName
 }
 
+/// Where a person's volume goes, by member index (DesktopAudio's `volume`).
+private struct VolumeRequests {
+    var requests: [Int: AsyncStream<VolumeRequest>.Continuation] = [:]
+    var pending: [Int: VolumeRequest] = [:]
+    var lastRequest: ContinuousClock.Instant?
+}
+
 /// A volume and mute a person chose on the sink.
 private struct VolumeRequest: Sendable {
     let level: Double
@@ -374,12 +449,13 @@ private final class QuietStop: Sendable {
 
 /// The "Desktop audio" session on the desktop's media controls (MPRIS) while a device plays it.
 enum DesktopAudioPublication {
-    /// Publishes `session` until cancelled or its statuses end; without a session bus, nothing.
+    /// Publishes `session` as playing on `device` until cancelled or its statuses end, its controls going to
+    /// `perform` (for a group: every member's session); without a session bus, nothing.
     @MainActor
-    static func run(_ session: QueueSession, device: MediaDevice) async {
+    static func run(_ session: QueueSession, device: MediaDevice, perform: @escaping @Sendable (SessionCommand) async throws -> Void) async {
         // One player per device (the service may play several at once).
         let id = "desktop_audio_\(getpid())_" + String(device.id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "_" })
-        let model = RemotePlayback(id: id, devices: [device], controls: MediaCommands(speaking: session.perform, live: true),
+        let model = RemotePlayback(id: id, devices: [device], controls: MediaCommands(speaking: perform, live: true),
                                    adoptsDeviceMetadata: false)
         model.content = MusicContent(title: "Desktop audio", artist: "This computer's sound on \(device.name)", duration: .live,
                                      identifier: "desktop-audio")

@@ -77,6 +77,9 @@ extension RouteServiceAPI {
         public var via: String?
         /// `pipewire` or `pulseaudio`.
         public var soundServer: String?
+        /// More devices (names, ids, addresses or kept groups' names) that play the sink's sound with the one named: a
+        /// group for this sink (each found as the one named is; one not found fails the sink).
+        public var also: [String]?
 
         /// Options; nil means the default.
         public init(idle: Double? = nil, format: String? = nil, via: String? = nil, soundServer: String? = nil) {
@@ -91,11 +94,13 @@ extension RouteServiceAPI {
         public init(from decoder: any Decoder) throws {
             let options = try OptionReader(decoder, takes: [
                 "idle": "seconds (a double) over 0", "format": "l16 or wav", "via": "a protocol name", "soundServer": "pipewire or pulseaudio",
+                "also": "device names or ids (an array of strings), at most 16",
             ])
             idle = try options.value("idle") { $0 > 0 && $0 < 86_400 }
             format = try options.value("format") { ["l16", "wav"].contains($0.lowercased()) }
             via = try options.value("via")
             soundServer = try options.value("soundServer") { ["pipewire", "pulseaudio"].contains($0.lowercased()) }
+            also = try options.value("also") { (1...16).contains($0.count) && !$0.contains(where: \.isEmpty) }
         }
     }
 

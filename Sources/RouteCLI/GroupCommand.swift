@@ -111,7 +111,7 @@ package enum GroupCommand {
         return .some(value * scale)
     }
 
-    /// `Lab AirPlay: holds its sound back 155 ms (typical of AirPlay)`, or `… 120 ms (set with route group delay)`.
+    /// `Lab AirPlay: holds its sound back 355 ms (typical of AirPlay)`, or `… 120 ms (set with route group delay)`.
     static func delayLine(_ device: MediaDevice, set: Double?) -> String {
         let seconds = set ?? StartDelays.typical(of: device.primary)
         let why = set == nil ? "typical of \(device.protocols.first ?? "its protocol")" : "set with route group delay"

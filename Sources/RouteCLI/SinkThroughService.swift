@@ -8,8 +8,12 @@ import RouteCore
 package enum SinkThroughService {
     /// Asks the service to keep a sink for `--to` (`--detach`) or to remove it (`--stop`); prints what it did.
     package static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
-        guard let device = parsed["to"] else {
-            throw UsageError(description: "--detach and --stop need --to DEVICE: the service keeps one sink per device")
+        let targets = parsed.all("to")
+        guard let device = targets.first else {
+            throw UsageError(description: "--detach and --stop need --to DEVICE: the service keeps one sink per device or group")
+        }
+        if parsed.has("stop"), targets.count > 1 {
+            throw UsageError(description: "--stop takes one --to: the device or group whose sink to remove")
         }
         if parsed["providers"] != nil {
             throw UsageError(description: "the route service runs its own providers; drop --providers")
@@ -21,7 +25,8 @@ package enum SinkThroughService {
             say(json ? "{\"event\":\"removed\",\"device\":\(quoted(device))}" : "the route service no longer keeps a sink for \(device)")
             return .success
         }
-        let options = try sinkOptions(parsed)
+        var options = try sinkOptions(parsed)
+        if targets.count > 1 { options.also = Array(targets.dropFirst()) }
         let sink = try await client.startSink(for: device, options: options)
         if json {
             let data = try JSONEncoder().encode(sink)

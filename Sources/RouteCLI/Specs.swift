@@ -97,7 +97,7 @@ package enum Specs {
     package static let sink = CommandSpec(
         name: "sink", summary: "play this computer's sound on a device: a sink for it in the sound settings", positionals: "",
         minPositionals: 0, maxPositionals: 0,
-        options: [CommonOptions.to, CommonOptions.timeout, CommonOptions.providers, CommonOptions.json,
+        options: [CommonOptions.toEach, CommonOptions.timeout, CommonOptions.providers, CommonOptions.json,
                   OptionSpec(name: "via", value: "PROTOCOL", help: "reach the device over this protocol (upnp, cast, a plugin's)"),
                   OptionSpec(name: "idle", value: "SECONDS", help: "stop the device after this long without sound (default 30)"),
                   OptionSpec(name: "format", value: "l16|wav", help: "send the sound as raw L16 or as WAV (default: L16 where the device takes it)"),
@@ -114,11 +114,16 @@ package enum Specs {
         session shows on the desktop's media controls. The sound server restarting makes the sink again; a device that
         goes away is tried again when sound plays. "This computer" is refused: its sound would play into the sink again.
         Prints a line as the device starts and stops (--json: JSON lines).
+        --to twice or more, or a kept group (route group), makes one sink for a group: each member gets its own stream,
+        the ones that hold sound back less started with as much silence as they hold it back less than the slowest (what
+        their protocols typically do, or what route group delay sets), so that all sound together; the sink's volume is
+        every member's; a member that fails is said and tried again when sound plays, the others play on.
         With --detach the route service keeps the sink instead, and returns: the sink is there while the device is on the
         network (it goes when the device leaves, so apps move to another sink, and comes back with it) until
         route sink --stop --to DEVICE.
         """,
         examples: ["route sink --to \"Living Room\"", "route sink --to Kitchen --idle 120", "route sink --to Kitchen --detach",
+                   "route sink --to Kitchen --to \"Living Room\"   # one sink, both play it in step",
                    "paplay --device=route.<id> song.wav   # what `route sink` prints as the sink's name"])
 
     package static let pick = CommandSpec(
@@ -178,10 +183,11 @@ package enum Specs {
         only those devices of it. Groups are kept in $XDG_CONFIG_HOME/route/groups.json (~/.config/route).
         The members of a group start together: each loads the first item, then all are played at one instant, each
         earlier by as much as it holds its sound back beyond the others. `delay DEVICE` says how much that is for a
-        device (by default what its protocol typically holds back, measured in the lab: AirPlay 155 ms beyond a DLNA
+        device (by default what its protocol typically holds back, measured in the lab: AirPlay 355 ms beyond a DLNA
         renderer, others 0); `delay DEVICE 120ms` sets it for that device (milliseconds, or 0.12s; negative for a
         device that plays ahead; `typical` forgets it): a speaker with a long sound path, a TV that delays sound for
-        its picture.
+        its picture. A group's sink (route sink --to GROUP) uses the same delay set for a device; what protocols hold
+        a live stream back typically differs (AirPlay 250 ms, Cast 36 ms).
         A member that is not on the network when a group is cast to is said, and the others play; --to given several
         times plays on those devices at once without keeping a group.
         """,

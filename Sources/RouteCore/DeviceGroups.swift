@@ -133,16 +133,34 @@ public enum DeviceGroups {
 }
 
 /// What a device of each protocol typically holds back between being played and its sound, beyond a DLNA renderer
-/// (gmediarender, the reference): measured in the lab with bench/multiroom, at each protocol's first play after a load.
+/// (gmediarender, the reference): measured in the lab with bench/multiroom, at each protocol's first play after a load,
+/// as heard (shairport-sync's output is taken 0.2 s after it writes it: the buffer a sound card holds).
 public enum StartDelays {
-    /// AirPlay (route's plugin to shairport-sync): sound 0.25 s after play, on its own timeline, where gmediarender's
-    /// comes about 0.1 s after its Play (bench/multiroom: +155 ms).
-    public static let airPlay = 0.155
+    /// AirPlay (route's plugin to shairport-sync): bench/multiroom heard it 353 ms after gmediarender, with both
+    /// played at one instant (155 ms of it written 0.2 s ahead by shairport-sync's stdout output).
+    public static let airPlay = 0.355
 
     /// The seconds `route`'s protocol typically holds sound back (0 but for AirPlay: the Cast receiver played 5 ms
     /// ahead of gmediarender, which is within what a group is asked to hold).
     public static func typical(of route: MediaRoute) -> Double {
         route.isReached(via: "airplay") ? airPlay : 0
+    }
+}
+
+/// What a device of each protocol typically holds desktop audio's live stream back beyond a DLNA renderer (gmediarender,
+/// the reference), as heard: bench/sink's click into the sink to the device's output, in the lab — gmediarender
+/// 0.042 s, the Cast receiver 0.066 s, shairport-sync through route's AirPlay plugin 0.27–0.29 s — then set so that
+/// bench/multiroom's sink pairs sound together. (Not StartDelays: a live stream is played as it comes, without the
+/// start a file's first play waits for.)
+public enum LiveDelays {
+    /// AirPlay: the plugin's timeline plays sound 0.25 s after it reaches the plugin.
+    public static let airPlay = 0.25
+    /// Cast: the lab's receiver buffers a little more than gmediarender.
+    public static let cast = 0.036
+
+    /// The seconds `route`'s protocol typically holds a live stream back beyond a DLNA renderer.
+    public static func typical(of route: MediaRoute) -> Double {
+        route.isReached(via: "airplay") ? airPlay : route.isReached(via: "cast") ? cast : 0
     }
 }
 

@@ -24,6 +24,9 @@ public final class LiveAudio: Sendable {
 
     public let rate: Int
     public let channels: Int
+    /// The silence every connection's stream starts with: how much later than the sound a device plays it (a group's
+    /// member that holds sound back less than the others waits this much for them).
+    public let lead: Duration
     private let listeners = Mutex<[Int: Listener]>([:])
     private let nextListener = Atomic<Int>(0)
     /// Who waits for sound (`waitForSound`), resumed by the first `push` of sound.
@@ -37,10 +40,12 @@ public final class LiveAudio: Sendable {
     /// A sample louder than this (of 32767) is sound, quieter is silence.
     static let soundThreshold: Int16 = 16
 
-    /// A stream of `rate` Hz, `channels` channels.
-    public init(rate: Int = 44_100, channels: Int = 2) {
+    /// A stream of `rate` Hz, `channels` channels, each connection's starting with `lead` of silence (at most 1 s:
+    /// what a device may have in flight).
+    public init(rate: Int = 44_100, channels: Int = 2, lead: Duration = .zero) {
         self.rate = rate
         self.channels = channels
+        self.lead = min(max(lead, .zero), .seconds(1))
     }
 
     /// The MIME type of the stream in `format` (what the device is told, and the Content-Type).
@@ -159,6 +164,9 @@ public final class LiveAudio: Sendable {
             let header = Self.wavHeader(rate: rate, channels: channels)
             header.withUnsafeBytes { message.append(copying: $0) }
         }
+        // The lead's silence goes before any sound pushed from now on (both reach the loop in order).
+        let frames = Int(Double(lead.components.attoseconds) / 1e18 * Double(rate)) + Int(lead.components.seconds) * rate
+        if frames > 0 { [UInt8](repeating: 0, count: frames * channels * 2).withUnsafeBytes { listener.send($0) } }
         listeners.withLock { $0[id] = listener }
     }
 

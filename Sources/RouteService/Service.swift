@@ -239,7 +239,14 @@ package final class RouteService: Sendable {
         case "StartSink":
             try await refuseSandboxed(sender, method)
             guard arguments.count == 2, case .string(let query) = arguments[0], case .dictionary(let given) = arguments[1] else { throw invalid(method) }
-            let settings = DesktopAudioSettings(try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method))
+            let options = try RouteServiceAPI.options(RouteServiceAPI.SinkOptions.self, from: given, method: method)
+            let settings = DesktopAudioSettings(options)
+            // A group: the device named and `also`'s, or a kept group's members (one of those missing is left out).
+            if let targets = GroupTargets(queries: [query] + (options.also ?? [])) {
+                let (group, members) = try await DeviceLookup.findGroup(targets, router: router, providers: providers, timeout: 3,
+                                                                        via: settings.via, say: { _ in })
+                return [try DBusCoding.encode(try sinks.start(group, members: members, settings: settings))]
+            }
             let sink = try sinks.start(try await find(query, timeout: 3, via: settings.via), settings: settings)
             return [try DBusCoding.encode(sink)]
         case "PickDevice":

@@ -1,6 +1,7 @@
 // ServiceSinks: the desktop-audio sinks the route service keeps on request (StartSink, StopSink): each on the sound
 // server while its device is on the network — made when the device is found, removed when it is lost (apps playing
-// into it move to another sink, as with a speaker unplugged), made again when it comes back.
+// into it move to another sink, as with a speaker unplugged), made again when it comes back. A group's sink stays while
+// the service runs: a member that is away is tried again when sound plays, the others play on.
 
 import Foundation
 import MediaRouting
@@ -15,6 +16,9 @@ import Synchronization
 final class ServiceSinks: Sendable {
     private struct Wanted {
         var device: MediaDevice
+        /// A group's members (empty for one device), and the delays set for them.
+        var members: [MediaDevice] = []
+        var delays: [String: Double] = [:]
         var settings: DesktopAudioSettings
         var sink: String
         var present = false
@@ -49,14 +53,14 @@ final class ServiceSinks: Sendable {
             for await id in starts.stream {
                 let (stop, ended) = AsyncStream<Void>.makeStream()
                 let run = runs.withLock { $0 += 1; return $0 }
-                guard let (device, settings, generation) = wanted.withLock({ table -> (MediaDevice, DesktopAudioSettings, Int)? in
+                guard let entry = wanted.withLock({ table -> Wanted? in
                     guard var entry = table[id], entry.present, entry.running == nil else { return nil }
                     entry.running = ended
                     entry.generation = run
                     table[id] = entry
-                    return (entry.device, entry.settings, entry.generation)
+                    return entry
                 }) else { continue }
-                group.addTask { await self.play(id, generation: generation, device: device, settings: settings, until: stop) }
+                group.addTask { await self.play(id, entry, until: stop) }
             }
             wanted.withLock { table in for entry in table.values { entry.running?.finish() } }
         }
@@ -68,14 +72,17 @@ final class ServiceSinks: Sendable {
         starts.continuation.finish()
     }
 
-    /// Keeps a sink for `device` (already kept: the one there is); returns it.
+    /// Keeps a sink for `device`, or for the group `device` whose `members` play it (already kept: the one there is);
+    /// returns it.
     /// - Throws: what `DesktopAudio` refuses (This computer, a device without L16 or WAV, no sound server).
-    func start(_ device: MediaDevice, settings: DesktopAudioSettings) throws -> RouteServiceAPI.Sink {
+    func start(_ device: MediaDevice, members: [MediaDevice] = [], settings: DesktopAudioSettings) throws -> RouteServiceAPI.Sink {
+        let delays = DeviceLookup.delays(of: members)
         // The same checks as a sink that runs, made now so that the caller hears them.
-        let check = try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
+        let check = try Self.desktopAudio(device, members: members, delays: delays, router: router, servers: servers, settings: settings)
         let sink = wanted.withLock { table -> Wanted in
             if let existing = table[device.id] { return existing }
-            let entry = Wanted(device: device, settings: settings, sink: check.sink.name, present: router.devices.contains { $0.id == device.id })
+            let entry = Wanted(device: device, members: members, delays: delays, settings: settings, sink: check.sink.name,
+                               present: !members.isEmpty || router.devices.contains { $0.id == device.id })
             table[device.id] = entry
             return entry
         }
@@ -103,7 +110,7 @@ final class ServiceSinks: Sendable {
         var left: [AsyncStream<Void>.Continuation] = []
         let any = wanted.withLock { table -> Bool in
             var any = false
-            for (id, var entry) in table {
+            for (id, var entry) in table where entry.members.isEmpty {
                 let now = present[id] != nil
                 guard now != entry.present else { continue }
                 any = true
@@ -130,15 +137,24 @@ final class ServiceSinks: Sendable {
                                 event: entry.event?.name, text: entry.event?.words(device: entry.device.name))
     }
 
+    /// The sink's DesktopAudio: on `device`, or on a group's `members`.
+    private static func desktopAudio(_ device: MediaDevice, members: [MediaDevice], delays: [String: Double], router: MediaRouter,
+                                     servers: MediaServers, settings: DesktopAudioSettings) throws -> DesktopAudio {
+        members.isEmpty ? try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
+            : try DesktopAudio(group: device, members: members, delays: delays, router: router, servers: servers, settings: settings)
+    }
+
     /// One sink, until `stop` ends (the device left, StopSink, the service ends) or it fails to be made.
-    private func play(_ id: String, generation: Int, device: MediaDevice, settings: DesktopAudioSettings, until stop: AsyncStream<Void>) async {
+    private func play(_ id: String, _ entry: Wanted, until stop: AsyncStream<Void>) async {
+        let device = entry.device, generation = entry.generation
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    let audio = try DesktopAudio(device: device, router: self.router, servers: self.servers, settings: settings)
-                    try await audio.run { self.heard($0, id: id, device: device) }
+                    let audio = try Self.desktopAudio(device, members: entry.members, delays: entry.delays, router: self.router,
+                                                      servers: self.servers, settings: entry.settings)
+                    try await audio.run { self.heard($0, id: id, device: device, on: $1) }
                 } catch {
-                    if !Task.isCancelled { self.heard(.sinkLost("\(error)"), id: id, device: device) }
+                    if !Task.isCancelled { self.heard(.sinkLost("\(error)"), id: id, device: device, on: device) }
                 }
             }
             group.addTask { for await _ in stop {} }
@@ -158,14 +174,16 @@ final class ServiceSinks: Sendable {
         }
     }
 
-    private func heard(_ event: DesktopAudioEvent, id: String, device: MediaDevice) {
+    /// What the sink of `device` did, on `member` (a group's member, or the device itself).
+    private func heard(_ event: DesktopAudioEvent, id: String, device: MediaDevice, on member: MediaDevice) {
         let sink = wanted.withLock { table -> String? in
             table[id]?.event = event
             return table[id]?.sink
         }
         var fields: [String: DBusValue] = ["deviceID": .variant(.string(id)), "device": .variant(.string(device.name)),
-                                           "event": .variant(.string(event.name)), "text": .variant(.string(event.words(device: device.name)))]
+                                           "event": .variant(.string(event.name)), "text": .variant(.string(event.words(device: member.name)))]
         if let sink { fields["sink"] = .variant(.string(sink)) }
+        if member.id != device.id { fields["member"] = .variant(.string(member.name)) }
         emit(.dictionary(fields))
         changed(value)
     }

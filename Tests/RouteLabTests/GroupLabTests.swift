@@ -223,5 +223,97 @@ extension LabTests {
                 }
             }
         }
+
+        /// `route sink` to two renderers at once: one sink, shown with the group's name; a click heard on both; its
+        /// volume both's; a member that leaves mid-sound said, the other playing on, and playing again once it is back.
+        @Test func theDesktopsSoundPlaysOnEveryMemberAndAMemberThatLeavesPlaysAgainWhenBack() async throws {
+            try await Lab.stopRenderer()
+            try Lab.control("start-pcm-renderer")
+            defer { try? Lab.control("start-renderer") }
+            try Lab.control("start-second-renderer", "--pcm")
+            defer { try? Lab.control("stop-second-renderer") }
+            let sinks = SinkLabTests()
+            try await sinks.withSound("pipewire") {
+                try await inSandbox { sandbox in
+                    let (sink, name) = try await sinks.startSink(sandbox, ["--to", Lab.rendererName, "--to", Self.secondName, "--via", "upnp", "--idle", "3"])
+                    let events = { SinkLabTests.events(sink) }
+                    let ready = events().filter { $0["event"] == "ready" }
+                    #expect(Set(ready.compactMap { $0["device"] }) == [Lab.rendererName, Self.secondName] && ready.allSatisfy { $0["sink"] == name },
+                            "\(sink.stdout)")
+                    let listed = try SinkLabTests.pactl("list", "sinks")
+                    #expect(listed.contains("Name: \(name)") && listed.contains("Description: \(Lab.rendererName) + \(Self.secondName)"), "\(listed)")
+
+                    let heard = try sinks.clicks(into: name, count: 3, also: SinkLabTests.state + "/renderer2.pcm")
+                    #expect((heard["heard"] as? Int ?? 0) >= 2 && ((heard["also"] as? [String: Any])?["heard"] as? Int ?? 0) >= 2,
+                            "a click is heard on both renderers: \(heard)")
+                    _ = try SinkLabTests.pactl("set-sink-volume", name, "70%")
+                    try await Lab.until("both renderers follow the sink's volume", within: 10) { try volumes() == [70, 70] }
+
+                    do {
+                        let player = try SinkLabTests.noise(into: name)
+                        defer { SinkLabTests.stop(player) }
+                        try await Lab.until("both renderers play", within: 15) { try states() == ["PLAYING", "PLAYING"] }
+                        try Lab.control("stop-second-renderer")
+                        try await Lab.until("route sink says the second renderer failed", within: 30, meanwhile: { sink.stdout }) {
+                            events().contains { $0["event"] == "device-failed" && $0["device"] == Self.secondName }
+                        }
+                        #expect(try Lab.transportState() == "PLAYING", "the first renderer plays on")
+                        #expect(!events().contains { $0["event"] == "device-failed" && $0["device"] == Lab.rendererName }, "\(sink.stdout)")
+                        try Lab.control("start-second-renderer", "--pcm")
+                        try await Lab.until("the second renderer plays again", within: 30, meanwhile: { sink.stdout }) {
+                            try Lab.transportState(at: Self.second) == "PLAYING" && Lab.trackURI(at: Self.second).contains("/desktop-audio.")
+                        }
+                    }
+                    try await Lab.until("both renderers are stopped after the quiet spell", within: 15) { try states() == ["STOPPED", "STOPPED"] }
+                    await SinkLabTests.interrupt(sink)
+                    #expect(!(try SinkLabTests.pactl("list", "short", "sinks")).contains(name), "the sink outlived route sink")
+                }
+            }
+        }
+
+        /// The route service keeps a sink for a kept group: both renderers play what plays into it, until --stop.
+        @Test func theServiceKeepsASinkForAKeptGroup() async throws {
+            try Lab.control("start-second-renderer")
+            defer { try? Lab.control("stop-second-renderer") }
+            try await Lab.stopRenderer()
+            defer { try? Lab.control("start-renderer") }
+            let sinks = SinkLabTests()
+            try await sinks.withSound("pipewire") {
+                try await withSessionBus { bus in
+                    try await inSandbox { sandbox in
+                        let added = try await sandbox.run(["group", "add", "Both", Lab.rendererName, Self.secondName], environment: upnp)
+                        #expect(added.status == 0, "\(added)")
+                        let service = try await sandbox.startService(["--providers", "upnp"], on: bus, environment: SinkLabTests.soundEnvironment)
+                        let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
+                        // The service may not have found the renderers yet: ask until it has.
+                        var kept = try await sandbox.run(["sink", "--to", "Both", "--detach", "--idle", "3", "--json"], environment: client)
+                        let deadline = ContinuousClock.now + .seconds(20)
+                        while kept.status != 0, ContinuousClock.now < deadline {
+                            try await Task.sleep(for: .milliseconds(300))
+                            kept = try await sandbox.run(["sink", "--to", "Both", "--detach", "--idle", "3", "--json"], environment: client)
+                        }
+                        #expect(kept.status == 0, "\(kept)")
+                        let name = (try? JSONSerialization.jsonObject(with: Data(kept.stdout.utf8)) as? [String: Any])?["sink"] as? String ?? ""
+                        try await Lab.until("the group's sink is on the sound server", within: 10) {
+                            try SinkLabTests.pactl("list", "short", "sinks").contains(name)
+                        }
+                        do {
+                            let player = try SinkLabTests.noise(into: name)
+                            defer { SinkLabTests.stop(player) }
+                            try await Lab.until("both renderers play desktop audio", within: 20) {
+                                try states() == ["PLAYING", "PLAYING"] && Lab.trackURI().contains("/desktop-audio.")
+                                    && Lab.trackURI(at: Self.second).contains("/desktop-audio.")
+                            }
+                        }
+                        let removed = try await sandbox.run(["sink", "--to", "Both", "--stop"], environment: client)
+                        #expect(removed.status == 0, "\(removed)")
+                        try await Lab.until("the sink is gone", within: 10) { try !SinkLabTests.pactl("list", "short", "sinks").contains(name) }
+                        try await Lab.until("both renderers are stopped", within: 10) { try !states().contains("PLAYING") }
+                        service.signal(SIGTERM)
+                        _ = await service.finish(within: 15)
+                    }
+                }
+            }
+        }
     }
 }

@@ -10,25 +10,25 @@ import Testing
 
 extension LabTests {
     @Suite struct SinkLabTests {
-        private static var state: String { Lab.environment("ROUTE_LAB_STATE") ?? "/run/route-lab" }
-        private static var soundEnvironment: [String: String] {
+        static var state: String { Lab.environment("ROUTE_LAB_STATE") ?? "/run/route-lab" }
+        static var soundEnvironment: [String: String] {
             ["PIPEWIRE_RUNTIME_DIR": state + "/sound", "PULSE_SERVER": "unix:" + state + "/sound/pulse/native"]
         }
 
         /// `pactl ARGS` on the lab's sound server.
-        private static func pactl(_ arguments: String...) throws -> String {
+        static func pactl(_ arguments: String...) throws -> String {
             try Lab.tool("/usr/bin/env", ["PULSE_SERVER=unix:\(state)/sound/pulse/native", "pactl"] + arguments).text
         }
 
         /// The sound server `server` in the lab for `body`, stopped after it.
-        private func withSound(_ server: String, _ body: () async throws -> Void) async throws {
+        func withSound(_ server: String, _ body: () async throws -> Void) async throws {
             try Lab.control("start-sound", server)
             defer { try? Lab.control("stop-sound") }
             try await body()
         }
 
         /// Starts `route sink ARGS --json` and waits for its "ready" line; returns the process and the sink's name.
-        private func startSink(_ sandbox: Sandbox, _ arguments: [String], providers: String = "upnp") async throws -> (RouteProcess, String) {
+        func startSink(_ sandbox: Sandbox, _ arguments: [String], providers: String = "upnp") async throws -> (RouteProcess, String) {
             let sink = try sandbox.start(["sink", "--json"] + arguments,
                                          environment: Self.soundEnvironment.merging(["ROUTE_PROVIDERS": providers]) { $1 })
             var name = ""
@@ -41,37 +41,41 @@ extension LabTests {
         }
 
         /// Noise played into `sink` (paplay of /dev/urandom) until `stop`: sound that goes on.
-        private static func noise(into sink: String) throws -> Process {
-            try Process.run(URL(fileURLWithPath: "/usr/bin/env"),
-                            arguments: ["PULSE_SERVER=unix:\(state)/sound/pulse/native", "paplay", "--device=\(sink)",
-                                        "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"])
+        static func noise(into sink: String) throws -> Process {
+            let player = Process()
+            player.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            player.arguments = ["PULSE_SERVER=unix:\(state)/sound/pulse/native", "paplay", "--device=\(sink)",
+                                "--raw", "--format=s16le", "--rate=44100", "--channels=2", "/dev/urandom"]
+            try player.runUnblocked()
+            return player
         }
 
-        private static func stop(_ player: Process) {
+        static func stop(_ player: Process) {
             player.terminate()
             waitForExit(player, seconds: 5)
         }
 
         /// Interrupts `route sink` as Ctrl-C does: it ends with 130.
-        private static func interrupt(_ sink: RouteProcess, sourceLocation: SourceLocation = #_sourceLocation) async {
+        static func interrupt(_ sink: RouteProcess, sourceLocation: SourceLocation = #_sourceLocation) async {
             sink.signal(SIGINT)
             let result = await sink.finish(within: 15)
             #expect(result.status == 130, "\(result)", sourceLocation: sourceLocation)
         }
 
         /// The JSON lines `route sink --json` printed so far.
-        private static func events(_ sink: RouteProcess) -> [[String: String]] {
+        static func events(_ sink: RouteProcess) -> [[String: String]] {
             sink.stdout.split(separator: "\n").compactMap {
                 (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: String]
             }
         }
 
         /// Clicks played into `sink` (a quiet tone between them keeps the device playing), as Tests/LabTools/click
-        /// heard them at the renderer's output.
-        private func clicks(into sink: String, count: Int) throws -> [String: Any] {
+        /// heard them at the renderer's output (and in the output `also`, under "also").
+        func clicks(into sink: String, count: Int, also: String? = nil) throws -> [String: Any] {
             let text = try Lab.tool("/usr/bin/env", ["PULSE_SERVER=unix:\(Self.state)/sound/pulse/native",
                                                      RouteBinary.packageRoot.appendingPathComponent("Tests/LabTools/click").path,
-                                                     sink, Self.state + "/renderer.pcm", "--clicks", "\(count)", "--hum", "--json"]).text
+                                                     sink, Self.state + "/renderer.pcm", "--clicks", "\(count)", "--hum", "--json"]
+                                                     + (also.map { ["--also", $0] } ?? [])).text
             let line = text.split(separator: "\n").last.map(String.init) ?? ""
             return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? ["output": text]
         }
