@@ -1,7 +1,7 @@
 // GroupCast: one queue playing on several devices at once (a group a person keeps, or `--to A --to B`): each member
 // plays it as a QueuedCast of its own, all started together; every command reaches every member; a member that fails
 // or leaves is said once and the others play on; a member can be added or removed while it plays, and one that left
-// the network plays again once it answers.
+// the network plays again once it answers; a member whose position strays from the lead's is sought back.
 
 import Foundation
 import RouteCore
@@ -85,6 +85,8 @@ public final class GroupCast: Sendable {
         var balance: [Int: Double] = [:]
         /// The cast has ended or was stopped: no member joins any more.
         var over = false
+        /// When each member was last sought back into step (it is left alone for a while after).
+        var corrected: [Int: ContinuousClock.Instant] = [:]
     }
     private let state: Mutex<State>
 
@@ -198,6 +200,7 @@ public final class GroupCast: Sendable {
             for member in first {
                 group.addTask { await self.play(member) }
             }
+            group.addTask { await self.keepInStep() }
             var signals = self.signals.stream.makeAsyncIterator()
             signalling: while let signal = await signals.next() {
                 switch signal {
@@ -232,6 +235,48 @@ public final class GroupCast: Sendable {
         await probes.cancel()
         close()
         if !succeeded, let failure = firstFailure { throw failure }
+    }
+
+    /// How often the members' positions are compared with the lead's.
+    static let stepCheck: Duration = .seconds(2)
+    /// How far a member's position may stray from the lead's before it is sought back: more than what positions a
+    /// device reports in whole seconds (DLNA's RelTime) can differ by, less than what a person hears as another place
+    /// in the music.
+    static let outOfStep = 1.5
+    /// How long a member sought back is left alone (its reports settle after the seek).
+    static let settling: Duration = .seconds(10)
+
+    /// Until cancelled: each member that plays the lead's item, while the lead plays it, and whose position (as it last
+    /// reported it, carried on to now) has strayed from the lead's by more than `outOfStep` — a renderer that stalled
+    /// to buffer, a device paused and played again on its own — is sought to where the lead is, and that is said.
+    private func keepInStep() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.stepCheck)
+            let now = Date(), clock = ContinuousClock.now
+            let strays = state.withLock { state -> [(Member, Double, Double)] in
+                guard !state.over, let lead = Self.lead(of: state), let leading = state.last[lead.number],
+                      leading.playback.state == .playing, leading.playback.duration != nil else { return [] }
+                let target = leading.playback.at(now).position
+                return Self.playing(in: state).compactMap { member in
+                    guard member.number != lead.number, let status = state.last[member.number], status.index == leading.index,
+                          status.playback.state == .playing,
+                          state.corrected[member.number].map({ clock - $0 >= Self.settling }) ?? true else { return nil }
+                    let off = status.playback.at(now).position - target
+                    guard abs(off) > Self.outOfStep else { return nil }
+                    state.corrected[member.number] = clock
+                    return (member, off, target)
+                }
+            }
+            for (member, off, target) in strays {
+                let words = String(format: off < 0 ? "%.1f s behind the group" : "%.1f s ahead of the group", abs(off))
+                do {
+                    try await member.cast.session.perform(.seek(.absolute(target)))
+                    say("\(member.device.name) played \(words): sought to where the group plays")
+                } catch {
+                    say("\(member.device.name) plays \(words) and could not be sought back: \(error)")
+                }
+            }
+        }
     }
 
     /// Runs a member's session, handing its events on; says when it ends.
@@ -379,6 +424,11 @@ public final class GroupCast: Sendable {
     public func perform(_ command: SessionCommand) async throws {
         let playing = state.withLock { state in
             if command == .stop { state.over = true }
+            // A seek, a pause or another item: each member says where it is a moment apart; none is out of step for it.
+            switch command {
+            case .setVolume, .changeVolume, .setMuted, .toggleMute: break
+            default: for member in Self.playing(in: state) { state.corrected[member.number] = .now }
+            }
             return Self.playing(in: state)
         }
         // Stopped or paused before the members have started: none of them plays (a play plays them later).
