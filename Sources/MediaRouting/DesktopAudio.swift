@@ -380,12 +380,21 @@ public final class DesktopAudio: Sendable {
     }
 
     /// A command from the group's desktop controls, on every member that plays now.
+    /// - Throws: a member's error, when none of them took it.
     @Sendable private func performOnAll(_ command: SessionCommand) async throws {
         let playing = sessions.withLock { Array($0.values) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for session in playing { group.addTask { try await session.perform(command) } }
-            try await group.waitForAll()
+        let errors = await withTaskGroup(of: (any Error)?.self) { group in
+            for session in playing {
+                group.addTask {
+                    do { try await session.perform(command) } catch { return error }
+                    return nil
+                }
+            }
+            var errors: [any Error] = []
+            for await case let error? in group { errors.append(error) }
+            return errors
         }
+        if errors.count == playing.count, let first = errors.first { throw first }
     }
 
     /// A person (or an app) moved the sink's volume or mute: every member follows; one with no session, its next one.

@@ -246,37 +246,60 @@ public final class GroupCast: Sendable {
     /// How long a member sought back is left alone (its reports settle after the seek).
     static let settling: Duration = .seconds(10)
 
-    /// Until cancelled: each member that plays the lead's item, while the lead plays it, and whose position (as it last
-    /// reported it, carried on to now) has strayed from the lead's by more than `outOfStep` — a renderer that stalled
-    /// to buffer, a device paused and played again on its own — is sought to where the lead is, and that is said.
+    /// Until cancelled: each member that plays the group's item while the lead plays it, and whose position (as it last
+    /// reported it, carried on to now, less what it was started ahead for holding its sound back) has strayed from the
+    /// group's by more than `outOfStep` — a renderer that stalled to buffer, a device paused and played again on its own
+    /// — is sought to where the group is, and that is said. The group's place is the lead's, or with three members or
+    /// more their median (one lead that stalled does not pull the others back).
     private func keepInStep() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: Self.stepCheck)
-            let now = Date(), clock = ContinuousClock.now
-            let strays = state.withLock { state -> [(Member, Double, Double)] in
-                guard !state.over, let lead = Self.lead(of: state), let leading = state.last[lead.number],
-                      leading.playback.state == .playing, leading.playback.duration != nil else { return [] }
-                let target = leading.playback.at(now).position
-                return Self.playing(in: state).compactMap { member in
-                    guard member.number != lead.number, let status = state.last[member.number], status.index == leading.index,
-                          status.playback.state == .playing,
-                          state.corrected[member.number].map({ clock - $0 >= Self.settling }) ?? true else { return nil }
-                    let off = status.playback.at(now).position - target
-                    guard abs(off) > Self.outOfStep else { return nil }
-                    state.corrected[member.number] = clock
-                    return (member, off, target)
-                }
-            }
-            for (member, off, target) in strays {
+            for (member, off) in strays() {
+                // Where the group is now (the seeks before this one took a moment), for this member.
+                guard let target = state.withLock({ state in state.over ? nil : place(in: state, now: Date()) }) else { return }
                 let words = String(format: off < 0 ? "%.1f s behind the group" : "%.1f s ahead of the group", abs(off))
                 do {
-                    try await member.cast.session.perform(.seek(.absolute(target)))
+                    try await member.cast.session.perform(.seek(.absolute(max(0, target + start.heldBack(member.number)))))
                     say("\(member.device.name) played \(words): sought to where the group plays")
                 } catch {
                     say("\(member.device.name) plays \(words) and could not be sought back: \(error)")
                 }
             }
         }
+    }
+
+    /// The members out of step now, each with how far (seconds; negative: behind), marked as sought.
+    private func strays() -> [(Member, Double)] {
+        let now = Date(), clock = ContinuousClock.now
+        return state.withLock { state in
+            guard !state.over, let place = self.place(in: state, now: now), let leading = Self.lead(of: state).flatMap({ state.last[$0.number] })
+            else { return [] }
+            return Self.playing(in: state).compactMap { member in
+                guard let position = position(of: member, in: state, item: leading.index, now: now),
+                      state.corrected[member.number].map({ clock - $0 >= Self.settling }) ?? true else { return nil }
+                let off = position - place
+                guard abs(off) > Self.outOfStep else { return nil }
+                state.corrected[member.number] = clock
+                return (member, off)
+            }
+        }
+    }
+
+    /// Where the group plays now, in seconds, as a member that holds nothing back would: the lead's position, or with
+    /// three members or more the median of theirs; nil when the lead does not play a file.
+    private func place(in state: State, now: Date) -> Double? {
+        guard let lead = Self.lead(of: state), let leading = state.last[lead.number], leading.playback.state == .playing,
+              leading.playback.duration != nil else { return nil }
+        let positions = Self.playing(in: state).compactMap { position(of: $0, in: state, item: leading.index, now: now) }.sorted()
+        if positions.count >= 3 { return positions[positions.count / 2] }
+        return position(of: lead, in: state, item: leading.index, now: now)
+    }
+
+    /// `member`'s position now in item `item`, less what it was started ahead for holding its sound back; nil when it does
+    /// not play that item.
+    private func position(of member: Member, in state: State, item: Int, now: Date) -> Double? {
+        guard let status = state.last[member.number], status.index == item, status.playback.state == .playing else { return nil }
+        return status.playback.at(now).position - start.heldBack(member.number)
     }
 
     /// Runs a member's session, handing its events on; says when it ends.
@@ -394,6 +417,8 @@ public final class GroupCast: Sendable {
                     let before = state.last.updateValue(status, forKey: member.number)?.playback
                     let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
+                    // Its first reports may still say where it was before its start seek: it is left alone a while.
+                    if first { state.corrected[member.number] = .now }
                     // A member's end is not the group's while others play.
                     let others = Self.playing(in: state).contains { $0.number != member.number }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
@@ -425,10 +450,7 @@ public final class GroupCast: Sendable {
         let playing = state.withLock { state in
             if command == .stop { state.over = true }
             // A seek, a pause or another item: each member says where it is a moment apart; none is out of step for it.
-            switch command {
-            case .setVolume, .changeVolume, .setMuted, .toggleMute: break
-            default: for member in Self.playing(in: state) { state.corrected[member.number] = .now }
-            }
+            if !command.isVolume { for member in Self.playing(in: state) { state.corrected[member.number] = .now } }
             return Self.playing(in: state)
         }
         // Stopped or paused before the members have started: none of them plays (a play plays them later).
@@ -457,9 +479,7 @@ public final class GroupCast: Sendable {
     /// - Throws: `RouteError`: `unsupported` for any other command (pause, seek, next and stop act on the whole group),
     ///   `commandFailed` when `device` does not play in the group; the device's own error.
     public func perform(_ command: SessionCommand, on device: MediaDevice) async throws {
-        switch command {
-        case .setVolume, .changeVolume, .setMuted, .toggleMute: break
-        default:
+        guard command.isVolume else {
             throw RouteError(.unsupported, "\(command.word) acts on the whole group \(self.device.name), not on \(device.name) alone",
                              device: device.name, reason: "it plays in a group")
         }
@@ -594,6 +614,10 @@ private final class StartTogether: Sendable {
 
     /// Whether `member` loaded after the others had been let go to play.
     func cameLate(_ member: Int) -> Bool { state.withLock { $0.late.contains(member) } }
+
+    /// The seconds `member` was started ahead of those that hold nothing back (0 for a member that came late or joined:
+    /// it starts where the group plays).
+    func heldBack(_ member: Int) -> Double { state.withLock { $0.late.contains(member) ? 0 : $0.holdsBack[member] ?? 0 } }
 
     private func letGoIfAllArrived() {
         let all = state.withLock { $0.arrived.union($0.left).count >= count }

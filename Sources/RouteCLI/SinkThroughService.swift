@@ -9,12 +9,11 @@ package enum SinkThroughService {
     /// Asks the service to keep a sink for `--to` (`--detach`) or to remove it (`--stop`); prints what it did.
     package static func run(_ parsed: ParsedArguments) async throws -> ExitCode {
         let targets = parsed.all("to")
-        guard let device = targets.first else {
+        guard let first = targets.first else {
             throw UsageError(description: "--detach and --stop need --to DEVICE: the service keeps one sink per device or group")
         }
-        if parsed.has("stop"), targets.count > 1 {
-            throw UsageError(description: "--stop takes one --to: the device or group whose sink to remove")
-        }
+        // Several --to name the group they make ("Kitchen + Hall"), as its sink is kept.
+        let device = parsed.has("stop") ? GroupTargets(queries: targets)?.name ?? first : first
         if parsed["providers"] != nil {
             throw UsageError(description: "the route service runs its own providers; drop --providers")
         }

@@ -16,6 +16,14 @@ public enum SessionCommand: Sendable, Hashable, Codable {
     case setMuted(Bool)
     case toggleMute
 
+    /// Whether it changes only the volume or mute (not what plays, nor where).
+    public var isVolume: Bool {
+        switch self {
+        case .setVolume, .changeVolume, .setMuted, .toggleMute: true
+        default: false
+        }
+    }
+
     /// The command `route WORD [VALUE]` says: `play`, `pause`, `stop`, `next`, `seek 90|1:30|+30|-10`,
     /// `volume 0…100`, `mute on|off`.
     /// - Throws: `RouteError` (`badInput`) saying what the word takes, when it is unknown or its value is not one.

@@ -155,7 +155,10 @@ public final class LiveAudio: Sendable {
         }
         for listener in before { listener.end() }
         let id = nextListener.add(1, ordering: .relaxed).newValue
-        let listener = Listener(loop: loop, message: message, bigEndian: format == .l16)
+        // The lead's silence goes before any sound pushed from now on (both reach the loop in order), on top of what a
+        // device may have in flight.
+        let frames = Int(Double(lead.components.attoseconds) / 1e18 * Double(rate)) + Int(lead.components.seconds) * rate
+        let listener = Listener(loop: loop, message: message, bigEndian: format == .l16, allowance: Self.maxInFlightBytes + frames * channels * 2)
         message.stream(wroteChunk: { listener.wrote() }, finished: { [weak self] in
             listener.finish()
             _ = self?.listeners.withLock { $0.removeValue(forKey: id) }
@@ -164,8 +167,6 @@ public final class LiveAudio: Sendable {
             let header = Self.wavHeader(rate: rate, channels: channels)
             header.withUnsafeBytes { message.append(copying: $0) }
         }
-        // The lead's silence goes before any sound pushed from now on (both reach the loop in order).
-        let frames = Int(Double(lead.components.attoseconds) / 1e18 * Double(rate)) + Int(lead.components.seconds) * rate
         if frames > 0 { [UInt8](repeating: 0, count: frames * channels * 2).withUnsafeBytes { listener.send($0) } }
         listeners.withLock { $0[id] = listener }
     }
@@ -197,21 +198,24 @@ private final class Listener: @unchecked Sendable {
     private nonisolated(unsafe) var message: HTTPServerMessage?
     private let bigEndian: Bool
     private let inFlight = Atomic<Int>(0)
+    /// Bytes it may have handed to libsoup and not yet written (LiveAudio.maxInFlightBytes, and its lead).
+    private let allowance: Int
     private let done = Atomic<Bool>(false)
     /// Sizes of the chunks handed to libsoup, oldest first (loop thread).
     private nonisolated(unsafe) var sizes: [Int] = []
 
-    init(loop: GLibLoop, message: HTTPServerMessage, bigEndian: Bool) {
+    init(loop: GLibLoop, message: HTTPServerMessage, bigEndian: Bool, allowance: Int) {
         self.loop = loop
         self.message = message
         self.bigEndian = bigEndian
+        self.allowance = allowance
     }
 
     /// Copies `samples` (little-endian) and appends them on the loop thread; dropped when the device is a second
     /// behind. Any thread.
     func send(_ samples: UnsafeRawBufferPointer) {
         guard !done.load(ordering: .relaxed), samples.count > 0,
-              inFlight.load(ordering: .relaxed) + samples.count <= LiveAudio.maxInFlightBytes,
+              inFlight.load(ordering: .relaxed) + samples.count <= allowance,
               let copy = g_malloc(gsize(samples.count)) else { return }
         copy.copyMemory(from: samples.baseAddress!, byteCount: samples.count)
         if bigEndian {

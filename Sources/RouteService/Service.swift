@@ -243,9 +243,12 @@ package final class RouteService: Sendable {
             let settings = DesktopAudioSettings(options)
             // A group: the device named and `also`'s, or a kept group's members (one of those missing is left out).
             if let targets = GroupTargets(queries: [query] + (options.also ?? [])) {
+                let said = Mutex<[String]>([])
                 let (group, members) = try await DeviceLookup.findGroup(targets, router: router, providers: providers, timeout: 3,
-                                                                        via: settings.via, say: { _ in })
-                return [try DBusCoding.encode(try sinks.start(group, members: members, settings: settings))]
+                                                                        via: settings.via, say: { words in said.withLock { $0.append(words) } })
+                let sink = try sinks.start(group, members: members, settings: settings)
+                for words in said.withLock({ $0 }) { sinks.tell(words, about: group) }
+                return [try DBusCoding.encode(sink)]
             }
             let sink = try sinks.start(try await find(query, timeout: 3, via: settings.via), settings: settings)
             return [try DBusCoding.encode(sink)]

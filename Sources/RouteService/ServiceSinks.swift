@@ -23,6 +23,8 @@ final class ServiceSinks: Sendable {
         var sink: String
         var present = false
         var event: DesktopAudioEvent?
+        /// The member the last event happened on (a group's), by name.
+        var eventMember: String?
         /// Ends the running sink (its DesktopAudio) when finished; nil while none runs.
         var running: AsyncStream<Void>.Continuation?
         /// Which run is the current one: a run that ends after a newer one started leaves the entry alone.
@@ -75,12 +77,20 @@ final class ServiceSinks: Sendable {
     /// Keeps a sink for `device`, or for the group `device` whose `members` play it (already kept: the one there is);
     /// returns it.
     /// - Throws: what `DesktopAudio` refuses (This computer, a device without L16 or WAV, no sound server).
+    /// - Throws: what `DesktopAudio` refuses (This computer, a device without L16 or WAV, no sound server); `RouteError`
+    ///   when a device of it plays another sink the service keeps (the two would take the device from each other).
     func start(_ device: MediaDevice, members: [MediaDevice] = [], settings: DesktopAudioSettings) throws -> RouteServiceAPI.Sink {
         let delays = DeviceLookup.delays(of: members)
         // The same checks as a sink that runs, made now so that the caller hears them.
-        let check = try Self.desktopAudio(device, members: members, delays: delays, router: router, servers: servers, settings: settings)
-        let sink = wanted.withLock { table -> Wanted in
+        let check = try DesktopAudio(group: device, members: members.isEmpty ? [device] : members, delays: delays, router: router,
+                                     servers: servers, settings: settings)
+        let sink = try wanted.withLock { table -> Wanted in
             if let existing = table[device.id] { return existing }
+            let playing = Set(check.members.map(\.device.id))
+            if let other = table.values.first(where: { !playing.isDisjoint(with: ($0.members.isEmpty ? [$0.device] : $0.members).map(\.id)) }) {
+                throw RouteError(.commandFailed, "a device of \(device.name) plays the sink the route service keeps for \(other.device.name); "
+                                 + "route sink --stop --to \"\(other.device.name)\" first", device: device.name)
+            }
             let entry = Wanted(device: device, members: members, delays: delays, settings: settings, sink: check.sink.name,
                                present: !members.isEmpty || router.devices.contains { $0.id == device.id })
             table[device.id] = entry
@@ -134,14 +144,7 @@ final class ServiceSinks: Sendable {
 
     private static func value(_ entry: Wanted) -> RouteServiceAPI.Sink {
         RouteServiceAPI.Sink(deviceID: entry.device.id, device: entry.device.name, sink: entry.sink, present: entry.present,
-                                event: entry.event?.name, text: entry.event?.words(device: entry.device.name))
-    }
-
-    /// The sink's DesktopAudio: on `device`, or on a group's `members`.
-    private static func desktopAudio(_ device: MediaDevice, members: [MediaDevice], delays: [String: Double], router: MediaRouter,
-                                     servers: MediaServers, settings: DesktopAudioSettings) throws -> DesktopAudio {
-        members.isEmpty ? try DesktopAudio(device: device, router: router, servers: servers, settings: settings)
-            : try DesktopAudio(group: device, members: members, delays: delays, router: router, servers: servers, settings: settings)
+                                event: entry.event?.name, text: entry.event?.words(device: entry.eventMember ?? entry.device.name))
     }
 
     /// One sink, until `stop` ends (the device left, StopSink, the service ends) or it fails to be made.
@@ -150,8 +153,8 @@ final class ServiceSinks: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
-                    let audio = try Self.desktopAudio(device, members: entry.members, delays: entry.delays, router: self.router,
-                                                      servers: self.servers, settings: entry.settings)
+                    let audio = try DesktopAudio(group: device, members: entry.members.isEmpty ? [device] : entry.members, delays: entry.delays,
+                                                 router: self.router, servers: self.servers, settings: entry.settings)
                     try await audio.run { self.heard($0, id: id, device: device, on: $1) }
                 } catch {
                     if !Task.isCancelled { self.heard(.sinkLost("\(error)"), id: id, device: device, on: device) }
@@ -174,10 +177,16 @@ final class ServiceSinks: Sendable {
         }
     }
 
+    /// Says `words` about the sink kept for `device` (a group's member left out).
+    func tell(_ words: String, about device: MediaDevice) {
+        heard(.notice(words), id: device.id, device: device, on: device)
+    }
+
     /// What the sink of `device` did, on `member` (a group's member, or the device itself).
     private func heard(_ event: DesktopAudioEvent, id: String, device: MediaDevice, on member: MediaDevice) {
         let sink = wanted.withLock { table -> String? in
             table[id]?.event = event
+            table[id]?.eventMember = member.name
             return table[id]?.sink
         }
         var fields: [String: DBusValue] = ["deviceID": .variant(.string(id)), "device": .variant(.string(device.name)),

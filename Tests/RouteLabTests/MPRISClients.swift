@@ -44,7 +44,7 @@ extension PrivateSessionBus {
     }
 
     /// Starts `dbus-monitor` for MPRIS's signals on this bus; its output grows in the returned file. End it with
-    /// `kill(process.processIdentifier, SIGKILL)` (SIGTERM is blocked in children Foundation starts).
+    /// `kill(process.processIdentifier, SIGKILL)`.
     func monitor() throws -> (process: Process, output: String) {
         let output = directory + "/monitor-\(UUID().uuidString).txt"
         _ = FileManager.default.createFile(atPath: output, contents: nil)

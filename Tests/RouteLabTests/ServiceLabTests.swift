@@ -325,7 +325,7 @@ extension LabTests {
                     monitor.standardError = FileHandle.nullDevice
                     try monitor.runUnblocked()
                     defer {
-                        // SIGKILL: the test runner ignores SIGTERM, and so does a child it starts.
+                        // SIGKILL: at once, whatever it is doing.
                         kill(monitor.processIdentifier, SIGKILL)
                         waitForExit(monitor, seconds: 5)
                     }

@@ -22,7 +22,7 @@ public final class PrivateSessionBus: Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch {
+        do { try process.runUnblocked() } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
