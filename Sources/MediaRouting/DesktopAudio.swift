@@ -119,6 +119,8 @@ public final class DesktopAudio: Sendable {
     private let volume = Mutex(VolumeRequests())
     /// The members' playing sessions, by member: what the desktop's controls for a group act on.
     private let sessions = Mutex<[Int: QueueSession]>([:])
+    /// Told when a member's session starts or ends (the desktop's player follows one).
+    private let sessionsChanged = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
     /// Desktop audio for `device` through `router`'s controllers, served by `servers`.
     /// - Throws: `RouteError.unsupported` for This computer (its sound would come back into the sink), for a device
@@ -203,6 +205,7 @@ public final class DesktopAudio: Sendable {
                 group.cancelAll()
                 return
             }
+            group.addTask { await self.publish() }
             for (index, (member, stream)) in zip(members, streams).enumerated() {
                 say(.ready(sink: sink.name, server: server.displayName, format: member.format == .l16 ? "L16" : "WAV",
                            route: member.route.protocolName, url: stream.item.url), member.device)
@@ -308,9 +311,11 @@ public final class DesktopAudio: Sendable {
             if let pending = state.pending.removeValue(forKey: index) { request.yield(pending) }
         }
         sessions.withLock { $0[index] = session }
+        sessionsChanged.continuation.yield()
         defer {
             volume.withLock { _ = $0.requests.removeValue(forKey: index) }
             sessions.withLock { _ = $0.removeValue(forKey: index) }
+            sessionsChanged.continuation.yield()
         }
         let (played, didPlay) = AsyncStream<Void>.makeStream()
         // A group sounds when its slowest members (those without lead) do: their delay is the group's.
@@ -320,11 +325,6 @@ public final class DesktopAudio: Sendable {
         var failure: (any Error)?
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                // The desktop's controls: one player, for the device or the group (the first member's session shows it).
-                if index == 0 {
-                    let shown = device, alone = members.count == 1
-                    group.addTask { await DesktopAudioPublication.run(session, device: shown, perform: alone ? session.perform : self.performOnAll) }
-                }
                 // A person's volume, in order, once the device plays.
                 group.addTask {
                     for await _ in played { break }
@@ -344,8 +344,8 @@ public final class DesktopAudio: Sendable {
                             say(.playing)
                             didPlay.finish()
                         }
-                        // The sink shows the first member's volume (a group's members are set alike from it).
-                        guard index == 0 else { continue }
+                        // The sink shows the volume of the first member that plays (a group's members are set alike from it).
+                        guard self.sessions.withLock({ $0.keys.min() }) == index else { continue }
                         let asked = self.volume.withLock { $0.lastRequest }
                         if let asked, ContinuousClock.now - asked < Self.requestSettles { continue }
                         if let level = playback.volume, shown.0 != level || shown.1 != playback.muted {
@@ -377,6 +377,22 @@ public final class DesktopAudio: Sendable {
         if stoppedForQuiet.happened.withLock({ $0 }) { return .quiet }
         if failure == nil, [.replaced, .stopped].contains(stoppedForQuiet.endReason.withLock({ $0 })) { return .elsewhere }
         return .failed(failure ?? RouteError.unsupported(device: member.device.name, what: "keep playing the stream: it ended it"))
+    }
+
+    /// The desktop's controls: one "Desktop audio" player, for the device or the group, showing the first member that
+    /// plays (another once it stops), until cancelled.
+    private func publish() async {
+        var changes = sessionsChanged.stream.makeAsyncIterator()
+        var shown: QueueSession?
+        while !Task.isCancelled {
+            // None plays, or the one shown has ended and is not yet gone: until the members' sessions change.
+            guard let session = sessions.withLock({ $0.min { $0.key < $1.key }?.value }), session !== shown else {
+                guard await changes.next() != nil else { return }
+                continue
+            }
+            shown = session
+            await DesktopAudioPublication.run(session, device: device, perform: members.count == 1 ? session.perform : performOnAll)
+        }
     }
 
     /// A command from the group's desktop controls, on every member that plays now.

@@ -331,6 +331,12 @@ extension LabTests {
                                 try states() == ["PLAYING", "PLAYING"] && Lab.trackURI().contains("/desktop-audio.")
                                     && Lab.trackURI(at: Self.second).contains("/desktop-audio.")
                             }
+                            // One player on the desktop's media controls, for the group.
+                            try await Lab.until("the desktop shows one Desktop audio player for the group", within: 10) {
+                                let artists = try bus.tool("playerctl", ["--all-players", "metadata", "artist"]).text
+                                return artists.components(separatedBy: "This computer's sound on Both").count == 2
+                                    && !artists.contains("sound on \(Lab.rendererName)")
+                            }
                         }
                         let removed = try await sandbox.run(["sink", "--to", "Both", "--stop"], environment: client)
                         #expect(removed.status == 0, "\(removed)")
