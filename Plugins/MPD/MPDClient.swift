@@ -96,7 +96,7 @@ final class MPDConnection: Sendable {
                 $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
                     var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
                     var raw = address.pointee.sin_addr
-                    return inet_ntop(AF_INET, &raw, &text, socklen_t(text.count)).map { _ in String(cString: text) }
+                    return inet_ntop(AF_INET, &raw, &text, socklen_t(text.count)).map { _ in String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
                 }
             }
         }

@@ -2,7 +2,9 @@
 // share — signals set up, help, parsing, and one line and an exit code for every error.
 
 import Foundation
+import RouteAPI
 import RouteClient
+import RouteCore
 
 /// route's commands and their dispatch: help, parsing, and every error as one line on stderr and an exit code.
 package enum RouteCommandLine {
@@ -26,6 +28,15 @@ package enum RouteCommandLine {
         guard let name = arguments.first, !["-h", "--help", "help"].contains(name) else {
             print(topHelp)
             return arguments.isEmpty ? .usage : .success
+        }
+        if name == "--version" {
+            guard arguments.count == 1 || arguments.dropFirst() == ["--json"] else {
+                printError("route --version takes only --json")
+                return .usage
+            }
+            print(arguments.count == 1 ? "route \(RouteVersion.current) (D-Bus API \(RouteServiceAPI.version))"
+                  : "{\"version\":\"\(RouteVersion.current)\",\"dbusAPI\":\(RouteServiceAPI.version)}")
+            return .success
         }
         guard let spec = commands.first(where: { $0.name == name }) else {
             printError("route: unknown command \"\(name)\"; commands: \(commands.map(\.name).joined(separator: ", "))")
@@ -85,6 +96,7 @@ package enum RouteCommandLine {
         route — cast media to any player on the network (DLNA renderers, Cast devices, this computer).
 
         Usage: route COMMAND [ARGS] [--help]
+               route --version [--json]   route's version and its D-Bus API's
 
         Commands:
         \(list.joined(separator: "\n"))

@@ -1,6 +1,7 @@
 // UsageTests: the `route` executable's help, usage errors (exit 2), `probe` and `devices`, run as a subprocess.
 
 import Foundation
+import RouteCore
 import RouteTestSupport
 import Testing
 
@@ -33,6 +34,12 @@ import Testing
                 return (result.status, result.text)
             }
             #expect(try runAlone(["--help"]).status == 0)
+            // The version too: the thin route answers it without route-full.
+            let version = try runTool(alone, ["--version"], outputs: .output)
+            #expect(version.status == 0 && version.text == "route \(RouteVersion.current) (D-Bus API 1)\n", "\(version)")
+            let json = try runTool(alone, ["--version", "--json"], outputs: .output)
+            #expect(json.status == 0 && json.text == "{\"version\":\"\(RouteVersion.current)\",\"dbusAPI\":1}\n", "\(json)")
+            #expect(try runAlone(["--version", "--verbose"]).status == 2)
             let missing = try runAlone(["probe", wav])
             #expect(missing.status == 1 && missing.stderr.split(separator: "\n").count == 1
                     && missing.stderr.contains("route-full, which runs this command, is missing"), "\(missing)")
