@@ -87,6 +87,9 @@ public final class GroupCast: Sendable {
         var over = false
         /// When each member was last sought back into step (it is left alone for a while after).
         var corrected: [Int: ContinuousClock.Instant] = [:]
+        /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
+        /// and its first reports lag).
+        var playingSince: [Int: ContinuousClock.Instant] = [:]
     }
     private let state: Mutex<State>
 
@@ -239,12 +242,17 @@ public final class GroupCast: Sendable {
 
     /// How often the members' positions are compared with the lead's.
     static let stepCheck: Duration = .seconds(2)
-    /// How far a member's position may stray from the lead's before it is sought back: more than what positions a
-    /// device reports in whole seconds (DLNA's RelTime) can differ by, less than what a person hears as another place
-    /// in the music.
-    static let outOfStep = 1.5
+    /// How far a member's position may stray from the group's before it is sought back: more than DLNA's whole seconds
+    /// can make two members seem apart (each RelTime up to 1 s short, and a seek's target sent in whole seconds lands up
+    /// to 1 s short: seen, a member sought from 3.0 s behind then reported 2.0 s behind while it played 1 s behind), less
+    /// than what a person hears as another place in the music.
+    static let outOfStep = 2.5
     /// How long a member sought back is left alone (its reports settle after the seek).
     static let settling: Duration = .seconds(10)
+    /// How long a member (and the lead) must have played without a break before it is compared: gmediarender drops a
+    /// seek that comes while it is still starting to play again (seen: a member played again on the device, sought at
+    /// once, stayed 3 s behind).
+    static let steady: Duration = .seconds(3)
 
     /// Until cancelled: each member that plays the group's item while the lead plays it, and whose position (as it last
     /// reported it, carried on to now, less what it was started ahead for holding its sound back) has strayed from the
@@ -276,6 +284,7 @@ public final class GroupCast: Sendable {
             else { return [] }
             return Self.playing(in: state).compactMap { member in
                 guard let position = position(of: member, in: state, item: leading.index, now: now),
+                      state.playingSince[member.number].map({ clock - $0 >= Self.steady }) ?? false,
                       state.corrected[member.number].map({ clock - $0 >= Self.settling }) ?? true else { return nil }
                 let off = position - place
                 guard abs(off) > Self.outOfStep else { return nil }
@@ -289,7 +298,8 @@ public final class GroupCast: Sendable {
     /// three members or more the median of theirs; nil when the lead does not play a file.
     private func place(in state: State, now: Date) -> Double? {
         guard let lead = Self.lead(of: state), let leading = state.last[lead.number], leading.playback.state == .playing,
-              leading.playback.duration != nil else { return nil }
+              leading.playback.duration != nil,
+              state.playingSince[lead.number].map({ ContinuousClock.now - $0 >= Self.steady }) ?? false else { return nil }
         let positions = Self.playing(in: state).compactMap { position(of: $0, in: state, item: leading.index, now: now) }.sorted()
         if positions.count >= 3 { return positions[positions.count / 2] }
         return position(of: lead, in: state, item: leading.index, now: now)
@@ -419,6 +429,11 @@ public final class GroupCast: Sendable {
                     if status.playback.state == .playing { state.played.insert(member.number) }
                     // Its first reports may still say where it was before its start seek: it is left alone a while.
                     if first { state.corrected[member.number] = .now }
+                    if status.playback.state != .playing {
+                        state.playingSince[member.number] = nil
+                    } else if state.playingSince[member.number] == nil {
+                        state.playingSince[member.number] = .now
+                    }
                     // A member's end is not the group's while others play.
                     let others = Self.playing(in: state).contains { $0.number != member.number }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
