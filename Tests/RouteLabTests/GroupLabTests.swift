@@ -34,6 +34,12 @@ extension LabTests {
             }
         }
 
+        /// The service's `Devices` property, as gdbus prints it.
+        private func serviceDevices(_ bus: PrivateSessionBus) throws -> String {
+            try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
+                                   "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
+        }
+
         /// Both renderers' states and positions, for a failure to show.
         private func positions() -> String {
             "\((try? states()) ?? []) at \((try? Lab.position()) ?? -1) s and \((try? Lab.position(at: Self.second)) ?? -1) s"
@@ -141,8 +147,7 @@ extension LabTests {
                     let added = try await sandbox.run(["group", "add", "Both", Lab.rendererName, Self.secondName], environment: client)
                     #expect(added.status == 0, "\(added)")
                     // A device wherever devices are: the service's Devices (an app's list, the picker's) and FindDevice.
-                    let devices = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
-                                                         "--method", "org.freedesktop.DBus.Properties.Get", "io.github.route.Route1.Manager", "Devices"]).text
+                    let devices = try serviceDevices(bus)
                     #expect(devices.contains("'group:both'") && devices.contains("<'group'>"), "\(devices)")
                     let found = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path", "/io/github/route/Route1",
                                                        "--method", "io.github.route.Route1.Manager.FindDevice", "both", "1.0"]).text
@@ -313,9 +318,7 @@ extension LabTests {
                         let client = bus.environment.merging(["ROUTE_PROVIDERS": ""]) { $1 }
                         // A kept group's member the service has not found yet is left out: both are found first.
                         try await Lab.until("the service lists both renderers", within: 15) {
-                            let devices = try bus.tool("gdbus", ["call", "--session", "--dest", "io.github.route.Route1", "--object-path",
-                                                                 "/io/github/route/Route1", "--method", "org.freedesktop.DBus.Properties.Get",
-                                                                 "io.github.route.Route1.Manager", "Devices"]).text
+                            let devices = try serviceDevices(bus)
                             return devices.contains("'\(Lab.rendererName)'") && devices.contains("'\(Self.secondName)'")
                         }
                         let kept = try await sandbox.run(["sink", "--to", "Both", "--detach", "--idle", "3", "--json"], environment: client)
