@@ -85,6 +85,8 @@ public final class GroupCast: Sendable {
         var balance: [Int: Double] = [:]
         /// The cast has ended or was stopped: no member joins any more.
         var over = false
+        /// Whether the last status said was a final one (the group's end).
+        var saidEnd = false
         /// When each member was last sought back into step (it is left alone for a while after).
         var corrected: [Int: ContinuousClock.Instant] = [:]
         /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
@@ -167,13 +169,25 @@ public final class GroupCast: Sendable {
         state.withLock { state in
             guard let lead = Self.lead(of: state).flatMap({ state.last[$0.number] }) else { return }
             place.latest.withLock { $0 = lead }
-            tell(asTheGroups(lead, in: state))
+            tell(asTheGroups(lead, in: state), in: &state)
+        }
+    }
+
+    /// Says how the group ended, unless that was said: the first member's end (not one taken out on purpose). Every
+    /// member can end before the first end is handled, when no member leads any more; nor is a member's end the
+    /// group's while another plays.
+    private func announceEnd() {
+        state.withLock { state in
+            let ends = state.members.filter { !state.removed.contains($0.number) }.compactMap { state.last[$0.number] }
+            guard !state.saidEnd, let end = ends.first(where: \.playback.isFinal) ?? ends.first else { return }
+            tell(asTheGroups(end, in: state), in: &state)
         }
     }
 
     /// Says a status as the group's: under the state's lock, so that two members' statuses go out in the order they
     /// were made (a stale volume would otherwise win).
-    private func tell(_ status: QueueStatus) {
+    private func tell(_ status: QueueStatus, in state: inout State) {
+        state.saidEnd = status.playback.isFinal
         said.yield(.status(status))
         statuses.send(status)
     }
@@ -221,7 +235,10 @@ public final class GroupCast: Sendable {
                     if !removed {
                         if failure == nil { succeeded = true } else { firstFailure = firstFailure ?? failure }
                     }
-                    if over { break signalling }
+                    if over {
+                        announceEnd()
+                        break signalling
+                    }
                     announceLead()
                     guard let failure, !removed else { continue }
                     if member.returns == 0 || played, !others.isEmpty {
@@ -440,7 +457,7 @@ public final class GroupCast: Sendable {
                     if leads { place.latest.withLock { $0 = status } }
                     // Another member's volume or mute is the group's too (its loudest, all muted).
                     let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
-                    if let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil { tell(asTheGroups(shown, in: state)) }
+                    if let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil { tell(asTheGroups(shown, in: state), in: &state) }
                     return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
                 }
                 if first, member.joined {

@@ -11,7 +11,7 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("route-sound-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder + "/pulse", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        for socket in sockets { FileManager.default.createFile(atPath: folder + "/" + socket, contents: nil) }
+        for socket in sockets { _ = FileManager.default.createFile(atPath: folder + "/" + socket, contents: nil) }
         try body(folder)
     }
 

@@ -52,7 +52,7 @@ public enum ToolStreams: Sendable {
 public func runTool(_ path: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
                     outputs: ToolStreams = .both, within seconds: Double = 30) throws -> ToolOutput {
     let log = FileManager.default.temporaryDirectory.appendingPathComponent("route-tool-\(UUID().uuidString).log")
-    FileManager.default.createFile(atPath: log.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: log) }
     let output = try FileHandle(forWritingTo: log)
     func made() -> Process {
