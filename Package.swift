@@ -79,11 +79,14 @@ let package = Package(
         .target(name: "CPluginSpawn"),
         .target(name: "RoutePluginHost", dependencies: ["RouteCore", "RoutePluginProtocol", "CPluginSpawn"], swiftSettings: swift6),
         .target(name: "RoutePluginKit", dependencies: ["RouteCore", "RoutePluginProtocol"], swiftSettings: swift6),
-        .executableTarget(name: "route-provider-mpd", dependencies: ["RoutePluginKit", "RouteCore", "CMPDClient"], path: "Plugins/MPD",
-                          swiftSettings: swift6),
+        // Each bundled plugin is a library that its own executable serves, and route-full too when started under the
+        // plugin's name (a package installs the plugins as links to route-full: one copy of Swift's runtime).
+        .target(name: "MPDPlugin", dependencies: ["RoutePluginKit", "RouteCore", "CMPDClient"], path: "Plugins/MPD", swiftSettings: swift6),
+        .executableTarget(name: "route-provider-mpd", dependencies: ["MPDPlugin"], swiftSettings: swift6),
         // AirPlay 1 (RAOP) receivers: RTSP and RTP written here, the audio decoded by GStreamer.
-        .executableTarget(name: "route-provider-airplay", dependencies: ["RoutePluginKit", "RouteCore", "CGStreamer", "CGStreamerApp", "CRouteShim", "COpenSSL"],
-                          path: "Plugins/AirPlay", swiftSettings: swift6),
+        .target(name: "AirPlayPlugin", dependencies: ["RoutePluginKit", "RouteCore", "CGStreamer", "CGStreamerApp", "CRouteShim", "COpenSSL"],
+                path: "Plugins/AirPlay", swiftSettings: swift6),
+        .executableTarget(name: "route-provider-airplay", dependencies: ["AirPlayPlugin"], swiftSettings: swift6),
         // bench/plugins: the plugin host's start-up and round-trip costs.
         .executableTarget(name: "route-plugin-bench", dependencies: ["RoutePluginHost", "RoutePluginKit", "RouteCore"], path: "bench/PluginBench",
                           swiftSettings: swift6),
@@ -115,7 +118,8 @@ let package = Package(
         // The picker's window, a process of its own that the service starts (GTK is linked here and nowhere else).
         .executableTarget(name: "route-picker", dependencies: ["RouteCLI", "RouteClient", "RouteCore", "CPickerShim"], swiftSettings: swift6),
         .executableTarget(name: "route-full", dependencies: ["RouteCLI", "RouteControl", "RouteService", "RouteClient", "RouteGIO", "RouteCore", "RouteMedia", "UPnPProvider",
-                                                             "MDNSDiscovery", "CastProvider", "RoutePluginHost", "NowPlaying", "MediaRouting", "RouteSound"],
+                                                             "MDNSDiscovery", "CastProvider", "RoutePluginHost", "NowPlaying", "MediaRouting", "RouteSound",
+                                                             "MPDPlugin", "AirPlayPlugin"],
                           swiftSettings: swift6),
         .target(name: "RouteTestSupport", path: "Tests/RouteTestSupport", swiftSettings: swift6),
         // Fuzz targets for every parser of network input (`make fuzz`); a plain build replays the corpora.

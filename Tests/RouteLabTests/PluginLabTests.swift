@@ -343,7 +343,10 @@ extension LabTests {
                 let installed = try Lab.tool("/usr/bin/env", ["-u", "ROUTE_PLUGIN_PATH", "HOME=" + sandbox.root, "ROUTE_PROVIDERS=mpd,local",
                                                               prefix + "/bin/route", "providers", "--json", "--timeout", "1"])
                 let states = try JSONDecoder().decode([ProviderStatus].self, from: Data(installed.text.utf8))
-                #expect(states.first { $0.name == "mpd" }?.path == prefix + "/lib/route/plugins/route-provider-mpd", "\(installed.text)")
+                // The bundled plugin is a link to route-full, which serves it when started under its name.
+                let mpd = states.first { $0.name == "mpd" }
+                #expect(mpd?.path == prefix + "/lib/route/plugins/route-provider-mpd" && mpd?.state == .running, "\(installed.text)")
+                #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: prefix + "/lib/route/plugins/route-provider-mpd")) == "../route-full")
                 let completion = try String(contentsOfFile: prefix + "/share/bash-completion/completions/route", encoding: .utf8)
                 #expect(completion.contains("complete -o filenames -F _route route") && completion.contains("--subtitles"))
                 let uninstall = try Lab.tool(RouteBinary.packageRoot.appendingPathComponent("scripts/install").path, ["--prefix", prefix, "--uninstall"])
