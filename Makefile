@@ -1,5 +1,5 @@
 # Makefile: the README's two commands (`make demo`, `make test`) and the steps under them.
-.PHONY: deps build demo test test-repeat bench fuzz proto install uninstall clean
+.PHONY: deps build demo test test-repeat bench fuzz proto install uninstall deb deb-check clean
 
 # Where `make install` puts route: /usr/local as root, else ~/.local.
 PREFIX ?= $(shell [ "$$(id -u)" -eq 0 ] && echo /usr/local || echo $$HOME/.local)
@@ -47,6 +47,17 @@ install:
 uninstall:
 	scripts/install --prefix $(PREFIX) --uninstall
 
+# route_VERSION_amd64.deb here: every executable with Swift's runtime and Foundation linked statically, Depends from
+# dpkg-shlibdeps, lintian-clean (scripts/deb). Then: apt install ./route_*.deb
+deb:
+	scripts/deps deb
+	scripts/deb
+
+# Installs the .deb in a Debian 12 root without Swift and checks it from the installed files, casts in the lab
+# included (scripts/deb-check).
+deb-check: deb
+	scripts/deb-check
+
 # Regenerates the Cast v2 CastMessage code from its .proto with protoc-c (protobuf-c-compiler); the output is committed.
 proto:
 	command -v protoc-c >/dev/null || apt-get install -y -qq --no-install-recommends protobuf-c-compiler
@@ -59,4 +70,4 @@ fuzz:
 	scripts/fuzz
 
 clean:
-	rm -rf .build out
+	rm -rf .build out route_*_amd64.deb route_*_amd64.buildinfo route_*_amd64.changes
