@@ -9,6 +9,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -102,4 +104,30 @@ int route_helper_spawn(const char *path, char *const argv[], int output, int err
     }
     *pid = child;
     return 0;
+}
+
+int route_detached_spawn(const char *path, char *const argv[], pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    for (int descriptor = 0; descriptor < 3; descriptor++)
+        posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &all);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int result = posix_spawn(pid, path, &actions, &attributes, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    return result;
+}
+
+void route_thread_name(const char *name) {
+    char shortened[16];
+    snprintf(shortened, sizeof shortened, "%s", name);
+    pthread_setname_np(pthread_self(), shortened);
 }

@@ -1,6 +1,8 @@
 // Arguments: the hand-written, declarative command-line parser — commands declare options, this parses and prints help.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// One option a command accepts: `--name VALUE` or a `--flag`.
 package struct OptionSpec {
@@ -126,9 +128,9 @@ extension CommandSpec {
             let width = options.map { $0.name.count + ($0.value?.count ?? -1) + 1 }.max()! + 4
             for option in options {
                 let left = "--\(option.name)\(option.value.map { " " + $0 } ?? "")"
-                lines.append("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + option.help)
+                lines.append("  " + left.padded(to: width) + option.help)
             }
-            lines.append("  " + "--help".padding(toLength: width, withPad: " ", startingAt: 0) + "show this help")
+            lines.append("  " + "--help".padded(to: width) + "show this help")
         }
         if !examples.isEmpty { lines += ["", "Examples:"] + examples.map { "  " + $0 } }
         return lines.joined(separator: "\n")

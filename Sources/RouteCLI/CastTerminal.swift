@@ -2,7 +2,9 @@
 // the status line, the keys, the signals that stop it, its options, and the picker.
 
 import CSignalForward
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteClient
 import RouteCore
 import Synchronization
@@ -149,8 +151,8 @@ package enum Picker {
         for (index, entry) in entries.enumerated() {
             printError("  \(index + 1)) \(entry.name)  (\(entry.subtitle))")
         }
-        FileHandle.standardError.write(Data("Number or name (Enter: none): ".utf8))
-        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces), !answer.isEmpty else { return nil }
+        writeStandardError("Number or name (Enter: none): ")
+        guard let answer = readLine()?.trimmingSpaces, !answer.isEmpty else { return nil }
         let ordered = entries.compactMap { entry in devices.first { $0.id == entry.id } }
         let chosen: MediaDevice
         if let number = Int(answer), (1...ordered.count).contains(number) {
@@ -175,13 +177,12 @@ package enum Picker {
 }
 
 /// Set once by the signal handler; read at exit to choose exit code 130.
-package final class InterruptFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+package final class InterruptFlag: Sendable {
+    private let value = Atomic(false)
     /// A flag not set yet.
     package init() {}
-    package func set() { lock.withLock { value = true } }
-    package var isSet: Bool { lock.withLock { value } }
+    package func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    package var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed) handlers that run a closure instead of killing the
@@ -227,7 +228,7 @@ package final class SignalHandlers: Sendable {
         var ends: [Int32] = [-1, -1]
         guard route_signals_pipe(&ends) == 0 else { return -1 }
         let readEnd = ends[0]
-        let thread = Thread {
+        DetachedThread.start(name: "route-signals") {
             var byte: UInt8 = 0
             while true {
                 let count = read(readEnd, &byte, 1)
@@ -241,8 +242,6 @@ package final class SignalHandlers: Sendable {
                 }
             }
         }
-        thread.name = "route-signals"
-        thread.start()
         return ends[1]
     }
 

@@ -1,7 +1,9 @@
 // DeviceList: where the CLI hears devices — the route service or a router in this process, one interface — and what
 // is written once over it: `route devices`, the devices a terminal picker offers, the device a cast without --to plays on.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteClient
 import RouteCore
 import Synchronization
@@ -105,9 +107,9 @@ package enum DeviceList {
     /// A device's line: its name, kind, protocols and address, and the names its other routes give it.
     package static func line(_ device: MediaDevice) -> String {
         let clean = DisplayText.clean(device.name)
-        let name = clean.padding(toLength: max(24, clean.count), withPad: " ", startingAt: 0)
-        return "\(name)  \(device.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))"
-            + "\(device.protocols.joined(separator: ",").padding(toLength: 10, withPad: " ", startingAt: 0)) \(device.address.map { DisplayText.clean($0) } ?? "-")"
+        let name = clean.padded(to: max(24, clean.count))
+        return "\(name)  \(device.kind.rawValue.padded(to: 9))"
+            + "\(device.protocols.joined(separator: ",").padded(to: 10)) \(device.address.map { DisplayText.clean($0) } ?? "-")"
             + alsoNamed(device)
     }
 

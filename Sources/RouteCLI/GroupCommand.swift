@@ -1,7 +1,9 @@
 // GroupCommand: `route group add|list|remove` — the groups a person keeps (DeviceGroups), their devices found through
 // whichever source the CLI hears devices from (the route service, or a router in this process).
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 
 /// `route group`: keeps, lists and forgets groups of devices.
@@ -53,18 +55,18 @@ package enum GroupCommand {
     /// - Throws: `RouteError` when a device is not heard or is ambiguous, names a group, the name is a device's, or
     ///   the group would have fewer than two devices.
     static func add(_ queries: [String], to name: String, heard: [MediaDevice]) throws -> DeviceGroup {
-        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        let trimmed = name.trimmingSpaces
         guard !trimmed.isEmpty, DisplayText.clean(trimmed) == trimmed else {
             throw RouteError(.badInput, "\"\(name)\" cannot be a group's name: give it letters a person can type")
         }
-        if let device = heard.first(where: { $0.names.contains { $0.caseInsensitiveCompare(trimmed) == .orderedSame } }) {
+        if let device = heard.first(where: { $0.names.contains { $0.equalsIgnoringCase(trimmed) } }) {
             throw RouteError(.badInput, "a device is named \"\(device.name)\": --to would not know which is meant; give the group another name")
         }
         var groups = try DeviceGroups.load()
-        let index = groups.firstIndex { $0.name.caseInsensitiveCompare(trimmed) == .orderedSame }
+        let index = groups.firstIndex { $0.name.equalsIgnoringCase(trimmed) }
         var group = index.map { groups[$0] } ?? DeviceGroup(name: trimmed, members: [])
         for query in queries {
-            if let other = groups.first(where: { $0.name.caseInsensitiveCompare(query) == .orderedSame }) {
+            if let other = groups.first(where: { $0.name.equalsIgnoringCase(query) }) {
                 throw RouteError(.badInput, "\"\(other.name)\" is a group; a group holds devices, not groups")
             }
             let device = try DeviceMatcher.pick(query, in: heard)
@@ -83,12 +85,12 @@ package enum GroupCommand {
     /// - Throws: `RouteError` when no group or member is so named.
     static func remove(_ queries: [String], from name: String) throws -> DeviceGroup? {
         var groups = try DeviceGroups.load()
-        guard let index = groups.firstIndex(where: { $0.name.caseInsensitiveCompare(name) == .orderedSame }) else {
+        guard let index = groups.firstIndex(where: { $0.name.equalsIgnoringCase(name) }) else {
             let kept = groups.isEmpty ? "none is kept" : "kept: " + groups.map { "\"\($0.name)\"" }.joined(separator: ", ")
             throw RouteError(.unknownDevice, "no group is named \"\(name)\" (\(kept)); `route group list` shows them")
         }
         for query in queries {
-            guard let member = groups[index].members.firstIndex(where: { $0.name.caseInsensitiveCompare(query) == .orderedSame || $0.id == query }) else {
+            guard let member = groups[index].members.firstIndex(where: { $0.name.equalsIgnoringCase(query) || $0.id == query }) else {
                 throw RouteError(.unknownDevice, "\(groups[index].name) has no device named \"\(query)\" (it has \(groups[index].members.map { "\"\($0.name)\"" }.joined(separator: ", ")))")
             }
             groups[index].members.remove(at: member)

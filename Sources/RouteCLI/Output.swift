@@ -1,6 +1,8 @@
 // Output: how route writes — one clean line to stderr or stdout, JSON for scripts — and the options several commands share.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 
 /// Writes one line to stderr, cleaned of control characters (its text may hold device names and reasons
@@ -8,7 +10,7 @@ import RouteCore
 package func printError(_ text: String, overStatus: Bool = false) {
     let line = DisplayText.line(text)
     let clear = overStatus && isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""
-    FileHandle.standardError.write(Data((clear + line + "\n").utf8))
+    writeStandardError(clear + line + "\n")
 }
 
 /// Writes one line to stdout, cleaned like `printError`; false when stdout is gone (a closed pipe).

@@ -1,7 +1,9 @@
 // PickerList: what the device picker lists, shared by its window and the terminal picker — This computer first, then
 // by name; an icon per kind; the protocols and what each device plays now; greyed what cannot play the kind asked for.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteClient
 import RouteCore
 
@@ -52,7 +54,7 @@ package enum PickerList {
         let sorted = (devices + unlisted).sorted { first, second in
             let (firstLocal, secondLocal) = (isThisComputer(first), isThisComputer(second))
             if firstLocal != secondLocal { return firstLocal }
-            return first.name.localizedStandardCompare(second.name) == .orderedAscending
+            return first.name.sortsBefore(second.name)
         }
         // Names shown on more than one row: a device on the network may call itself "This computer", or the same as
         // another device; its row then says what it is and where, so that no two rows look the same.
@@ -69,7 +71,7 @@ package enum PickerList {
             // by the id of another of its routes; a session of the service's (which can be moved) over another app's.
             let known = [playing[device.id]].compactMap { $0 } + device.routes.compactMap { playing[$0.id] }
             let now = known.first { $0.session != nil } ?? known.first
-            let title = now.map { $0.title.trimmingCharacters(in: .whitespaces).isEmpty ? "something" : $0.title }
+            let title = now.map { $0.title.trimmingSpaces.isEmpty ? "something" : $0.title }
             if let now, let title { parts.append(now.session == nil ? "another app plays \(title)" : "playing \(title)") }
             let others = device.names.filter { $0 != device.name }
             if !others.isEmpty { parts.append("also " + others.map { "\"\($0)\"" }.joined(separator: ", ")) }

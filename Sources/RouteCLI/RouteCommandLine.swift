@@ -1,7 +1,9 @@
 // RouteCommandLine: route's commands as declared (help, man page, completion) and the dispatch both route executables
 // share — signals set up, help, parsing, and one line and an exit code for every error.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteAPI
 import RouteClient
 import RouteCore
@@ -91,7 +93,7 @@ package enum RouteCommandLine {
     /// `route --help`.
     package static var topHelp: String {
         let width = commands.map(\.name.count).max()! + 2
-        let list = commands.map { "  " + $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + $0.summary }
+        let list = commands.map { "  " + $0.name.padded(to: width) + $0.summary }
         return """
         route — cast media to any player on the network (DLNA renderers, Cast devices, this computer).
 

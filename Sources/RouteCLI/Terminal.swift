@@ -1,6 +1,8 @@
 // Terminal: raw key input and the one-line live status display of `route cast`.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 import Synchronization
 
@@ -39,7 +41,7 @@ package final class KeyReader: @unchecked Sendable {
         tcgetattr(STDIN_FILENO, &original)
         enterCharacterMode()
         let (stream, continuation) = AsyncStream<CastKey>.makeStream()
-        let thread = Thread {
+        DetachedThread.start(name: "route-keys") {
             var pending: [UInt8] = []
             var byte: UInt8 = 0
             while read(STDIN_FILENO, &byte, 1) == 1 {
@@ -62,8 +64,6 @@ package final class KeyReader: @unchecked Sendable {
             }
             continuation.finish()
         }
-        thread.name = "route-keys"
-        thread.start()
         return stream
     }
 
@@ -91,7 +91,7 @@ package final class JobControl: @unchecked Sendable {
         let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: .global())
         stop.setEventHandler {
             keys.restore()
-            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            writeStandardError("\r\u{1B}[K")
             signal(SIGTSTP, SIG_DFL)
             kill(getpid(), SIGTSTP)
         }
@@ -148,7 +148,7 @@ package final class StatusPrinter: Sendable {
     private static func draw(_ status: QueueStatus) {
         // Never wider than the terminal: a line that wraps cannot be redrawn in place.
         let line = fitted(liveLine(status), to: terminalWidth() - 1)
-        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        writeStandardError("\r\u{1B}[K" + line)
     }
 
     /// The columns of the terminal on stderr (80 when unknown).
@@ -184,7 +184,7 @@ package final class StatusPrinter: Sendable {
 
     /// Ends the live line so the next output starts on a fresh line.
     package func finish() {
-        if live { FileHandle.standardError.write(Data("\n".utf8)) }
+        if live { writeStandardError("\n") }
     }
 
     package static func liveLine(_ s: QueueStatus) -> String {

@@ -1,7 +1,9 @@
 // DesktopNotification: a message in the desktop's notification area (org.freedesktop.Notifications) — how route says
 // what went wrong when it was started from the desktop, with no terminal to print on.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteGIO
 
 /// A notification shown by the desktop's notification server.
@@ -18,8 +20,8 @@ public enum DesktopNotification {
             let capabilities = try? await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                                   interface: "org.freedesktop.Notifications", method: "GetCapabilities", timeout: .seconds(5))
             let markup = capabilities?.first.map { if case .strings(let names) = $0.unwrapped { names.contains("body-markup") } else { false } } ?? false
-            let text = !markup ? body : body.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-                .replacingOccurrences(of: ">", with: "&gt;")
+            let text = !markup ? body : body.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+                .replacing(">", with: "&gt;")
             _ = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                    interface: "org.freedesktop.Notifications", method: "Notify",
                                    [.string("route"), .uint32(0), .string(icon), .string(summary), .string(text), .strings([]),

@@ -1,7 +1,9 @@
 // RemoteSession: one session of the route service as a client sees it — its status, its events in order (statuses,
 // notices, its end), and its controls.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 import RouteGIO
 import Synchronization

@@ -3,7 +3,9 @@
 
 // The API's values come with the client: an app imports RouteClient alone.
 @_exported import RouteAPI
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 import RouteGIO
 import Synchronization
@@ -440,14 +442,8 @@ public final class RouteServiceClient: Sendable {
 /// session of its own, its output in the runtime directory's `service.log`.
 enum ServiceLauncher {
     static func launch(_ executable: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["service", "--background"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch {
-            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "cannot start `\(executable) service`: \(error.localizedDescription)")
+        do { try DetachedProcess.start(executable, ["service", "--background"]) } catch {
+            throw RouteServiceError(name: RouteServiceAPI.ErrorName.failed, "\(error)")
         }
     }
 }

@@ -1,7 +1,9 @@
 // SessionControl: lets `route pause --to NAME` in another terminal reach the `route cast` that is
 // playing on that device, over a Unix socket in the user's runtime directory (one JSON line each way).
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCore
 import Synchronization
 
@@ -121,14 +123,12 @@ package final class SessionControlServer: @unchecked Sendable {
     package func run() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                DetachedThread.start(name: "route-control") { [self] in
                     acceptLoop()
                     Glibc.close(fd)
                     unlink(path)
                     done.resume()
                 }
-                thread.name = "route-control"
-                thread.start()
             }
         } onCancel: {
             closed.store(true, ordering: .sequentiallyConsistent)

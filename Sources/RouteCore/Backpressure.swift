@@ -1,7 +1,9 @@
 // Backpressure: yields into a bounded stream that wait for room instead of dropping, so that a producer fed by the
 // network slows to its consumer's pace (and the peer, its socket or pipe full, with it) rather than growing a queue.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 extension AsyncStream.Continuation where Element: Sendable {
     /// Yields `value` into a `.bufferingOldest` stream, waiting while its buffer is full; false once the stream

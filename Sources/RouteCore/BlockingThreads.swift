@@ -1,7 +1,9 @@
 // BlockingThreads: a fixed set of threads for blocking C calls (libupnp's SOAP, GStreamer's discoverer), so that
 // they never block Swift's cooperative pool, with a deadline and prompt cancellation for whoever waits.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A bounded pool of threads that run blocking calls for async callers.
@@ -13,8 +15,9 @@ public final class BlockingThreads: Sendable {
     private struct Job {
         let run: @Sendable () -> Void
     }
-    private let jobs = NSCondition()
-    private nonisolated(unsafe) var queue: [Job] = []
+    /// The jobs waiting for a thread, and one signal for each.
+    private let queue = Mutex<[Job]>([])
+    private let waiting = DispatchSemaphore(value: 0)
     private let name: String
     private let count: Int
     private let started = Mutex(false)
@@ -52,10 +55,8 @@ public final class BlockingThreads: Sendable {
     }
 
     private func enqueue(_ job: Job) {
-        jobs.lock()
-        queue.append(job)
-        jobs.signal()
-        jobs.unlock()
+        queue.withLock { $0.append(job) }
+        waiting.signal()
     }
 
     private func startThreads() {
@@ -65,17 +66,12 @@ public final class BlockingThreads: Sendable {
         }
         guard first else { return }
         for index in 0..<count {
-            let thread = Thread { [self] in
+            DetachedThread.start(name: "\(name)-\(index)") { [self] in
                 while true {
-                    jobs.lock()
-                    while queue.isEmpty { jobs.wait() }
-                    let job = queue.removeFirst()
-                    jobs.unlock()
-                    job.run()
+                    waiting.wait()
+                    queue.withLock { $0.removeFirst() }.run()
                 }
             }
-            thread.name = "\(name)-\(index)"
-            thread.start()
         }
     }
 }

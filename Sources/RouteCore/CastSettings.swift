@@ -1,7 +1,9 @@
 // CastSettings: how a cast plays its queue (start timeout, picture time, a forced route, subtitles), and QueueEvent:
 // what a playing queue says, in order — shared by route's terminal, its service and their clients.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// How a cast plays its queue.
 public struct CastSettings: Sendable {

@@ -2,7 +2,9 @@
 // set for a device (`route group delay`), in $XDG_CONFIG_HOME/route/groups.json; a group as the device that lists
 // show and `--to` names; and the devices a group cast is asked for (GroupTargets).
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Devices a person named together, to play as one (`--to Downstairs`).
 public struct DeviceGroup: Sendable, Hashable, Codable {
@@ -58,7 +60,7 @@ public enum DeviceGroups {
     public static var file: String {
         let environment = ProcessInfo.processInfo.environment
         let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+            ?? UserState.home + "/.config"
         return config + "/route/groups.json"
     }
 
@@ -99,7 +101,7 @@ public enum DeviceGroups {
         do {
             return try JSONDecoder().decode(Stored.self, from: data)
         } catch {
-            throw RouteError(.badInput, "\(file) does not hold route's groups (\(error.localizedDescription)); mend it, or remove it to start again")
+            throw RouteError(.badInput, "\(file) does not hold route's groups (\(error)); mend it, or remove it to start again")
         }
     }
 
@@ -107,7 +109,7 @@ public enum DeviceGroups {
     /// well when the groups cannot be read (a cast to a device is not refused over a broken groups file; `route group
     /// list` says what is wrong with it).
     public static func named(_ name: String) -> DeviceGroup? {
-        (try? load())?.first { $0.name.caseInsensitiveCompare(name) == .orderedSame || $0.id == name }
+        (try? load())?.first { $0.name.equalsIgnoringCase(name) || $0.id == name }
     }
 
     /// `devices` and, after them, the kept groups as devices (none when the groups cannot be read).

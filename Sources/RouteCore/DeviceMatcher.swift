@@ -44,7 +44,7 @@ public enum DeviceMatcher {
             guard let address = route.address else { return false }
             if address == query { return true }
             var rest = Substring(address)
-            if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+            if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
             let authority = rest.prefix { $0 != "/" }
             let host = authority.split(separator: ":").first.map(String.init) ?? String(authority)
             return query == String(authority) || query == host

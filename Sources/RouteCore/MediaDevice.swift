@@ -1,7 +1,9 @@
 // MediaDevice: one physical player and the routes (one per provider) that reach it, and MediaAcceptance,
 // the media a route takes.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// One way of reaching a device: what one provider found, and how it plays.
 ///
@@ -67,7 +69,7 @@ public struct MediaRoute: Sendable, Hashable, Codable, Identifiable {
 extension MediaRoute {
     /// Whether `--via NAME` names this route: its protocol (`AirPlay`) or its provider (`airplay`), in any case.
     public func isReached(via name: String) -> Bool {
-        protocolName.caseInsensitiveCompare(name) == .orderedSame || provider.caseInsensitiveCompare(name) == .orderedSame
+        protocolName.equalsIgnoringCase(name) || provider.equalsIgnoringCase(name)
     }
 
     /// JSON with the identities in order (a set has none of its own: two runs would print them differently).
@@ -296,6 +298,6 @@ public enum MediaAcceptance: Sendable, Hashable, Codable {
 
     private static func bare(_ type: String) -> String {
         let base = type.split(separator: ";", maxSplits: 1).first.map(String.init) ?? type
-        return base.trimmingCharacters(in: .whitespaces).lowercased()
+        return base.trimmingSpaces.lowercased()
     }
 }

@@ -1,7 +1,9 @@
 // MediaRouter: runs the providers (each with a lifecycle: started, restarted with backoff when it fails),
 // merges their routes into physical devices by identity, and picks devices by name.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The router: one device list from every provider, each device with its routes, and a way to reach them.
@@ -256,7 +258,7 @@ public actor MediaRouter {
     /// Whether `address` is `host:port` (or `[v6]:port`, or a URL with a port): a service, not only a host.
     static func namesAPort(_ address: String) -> Bool {
         var rest = Substring(address)
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
         let authority = rest.prefix { $0 != "/" }
         if authority.hasPrefix("[") { return authority.contains("]:") }
         let parts = authority.split(separator: ":", omittingEmptySubsequences: false)

@@ -1,7 +1,9 @@
 // NetworkNumber: reads numbers that arrive from the network (positions, durations, volumes, sizes), refusing
 // what is not finite or out of range instead of letting it reach arithmetic that traps.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Parses numbers from untrusted text; nil for anything malformed, infinite, NaN or out of range.
 public enum NetworkNumber {
@@ -11,13 +13,13 @@ public enum NetworkNumber {
 
     /// An integer in `range`.
     public static func int(_ text: String?, in range: ClosedRange<Int>) -> Int? {
-        guard let text, let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else { return nil }
+        guard let text, let value = Int(text.trimmingSpaces), range.contains(value) else { return nil }
         return value
     }
 
     /// A finite number in `range`.
     public static func double(_ text: String?, in range: ClosedRange<Double>) -> Double? {
-        guard let text, let value = Double(text.trimmingCharacters(in: .whitespaces)), value.isFinite, range.contains(value) else {
+        guard let text, let value = Double(text.trimmingSpaces), value.isFinite, range.contains(value) else {
             return nil
         }
         return value
@@ -37,7 +39,7 @@ public enum NetworkNumber {
     /// A time as `SECONDS(.fff)`, `M:SS(.fff)` or `H:MM:SS(.fff)` (UPnP's and DLNA's forms, an optional
     /// leading `+`), from 0 to `maxSeconds`.
     public static func clock(_ text: String?) -> Double? {
-        guard var body = text?.trimmingCharacters(in: .whitespaces), !body.isEmpty, body.count <= 32 else { return nil }
+        guard var body = text?.trimmingSpaces, !body.isEmpty, body.count <= 32 else { return nil }
         if body.hasPrefix("+") { body.removeFirst() }
         let parts = body.split(separator: ":", omittingEmptySubsequences: false)
         guard (1...3).contains(parts.count) else { return nil }

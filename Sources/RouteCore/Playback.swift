@@ -1,6 +1,8 @@
 // Playback vocabulary: what a device is doing, what to play on it, and where to seek.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// What a device is doing right now, as reported by its controller.
 public struct PlaybackStatus: Sendable, Hashable, Codable {
@@ -187,7 +189,7 @@ public struct MediaItem: Sendable, Hashable, Codable {
     /// The same item starting `seconds` in (for a converted stream).
     public func starting(at seconds: Double) -> MediaItem {
         var copy = self
-        copy.url += (url.contains("?") ? "&" : "?") + "t=" + String(format: "%.3f", seconds)
+        copy.url += (url.contains("?") ? "&" : "?") + "t=" + fixedPoint(seconds, decimals: 3)
         return copy
     }
 
@@ -240,7 +242,7 @@ public enum SeekTarget: Sendable, Hashable, Codable {
 
     /// Parses `90`, `1:30`, `1:02:03.5`, `+30`, `-10`; nil when the text is none of these.
     public init?(parsing text: String) {
-        var body = Substring(text.trimmingCharacters(in: .whitespaces))
+        var body = Substring(text.trimmingSpaces)
         var sign: Double? = nil
         if body.first == "+" { sign = 1; body.removeFirst() } else if body.first == "-" { sign = -1; body.removeFirst() }
         let parts = body.split(separator: ":", omittingEmptySubsequences: false)

@@ -2,7 +2,9 @@
 // that plays it best, gapless where the device can, with a deadline for starting, a set time for pictures,
 // and items prepared only as the queue reaches them. No GStreamer here: an app with its own pipeline uses it.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Plays items one after another on a device, reports status, and accepts transport commands.
 ///

@@ -1,7 +1,9 @@
 // UserState: where route keeps what it learns for the user between runs ($XDG_STATE_HOME/route: resume positions, the
 // certificates of Cast receivers), and how a file there is written: whole or not at all, 0600 in a 0700 folder.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The user's state folder and its files.
 public enum UserState {
@@ -9,8 +11,14 @@ public enum UserState {
     public static var folder: String {
         let environment = ProcessInfo.processInfo.environment
         let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+            ?? home + "/.local/state"
         return state + "/route"
+    }
+
+    /// The user's home folder: `$HOME`, else the password database's.
+    public static var home: String {
+        if let home = ProcessInfo.processInfo.environment["HOME"], !home.isEmpty { return home }
+        return getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } ?? "/"
     }
 
     /// Writes `data` to `file` through a temporary file renamed over it; the file 0600, its folder 0700 (what was

@@ -2,7 +2,9 @@
 // loopback (route serves such a URL itself), and a playlist or page from the web may not make route fetch from this
 // machine at all.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Checks the host of an http(s) URL against this machine.
 public enum WebAddress {

@@ -3,7 +3,9 @@
 // the values it carries are DBusValue's (DBusValue.swift), and GVariant never leaves RouteGIO.
 
 import CGIO
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The answer to one method call, sent once (later calls do nothing): the reply's values, or an error
@@ -75,13 +77,21 @@ public final class DBusConnection: Sendable {
         return address.split(separator: ";").contains { accepts(String($0)) }
     }
 
+    /// A D-Bus address value with its %XX escapes decoded (GLib's URI unescaping: the same escapes); nil when one is
+    /// malformed.
+    private static func unescaped(_ value: String) -> String? {
+        guard let decoded = g_uri_unescape_string(value, nil) else { return nil }
+        defer { g_free(decoded) }
+        return String(cString: decoded)
+    }
+
     /// Whether one D-Bus address (`unix:path=…`, `unix:abstract=…`) accepts a connection.
     private static func accepts(_ address: String) -> Bool {
         guard address.hasPrefix("unix:") else { return true }
         var keys: [String: String] = [:]
         for pair in address.dropFirst(5).split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { keys[parts[0]] = parts[1].removingPercentEncoding ?? parts[1] }
+            if parts.count == 2 { keys[parts[0]] = unescaped(parts[1]) ?? parts[1] }
         }
         let name: [UInt8]
         if let path = keys["path"] { name = Array(path.utf8) } else if let abstract = keys["abstract"] { name = [0] + Array(abstract.utf8) } else { return true }

@@ -2,7 +2,9 @@
 // DBus.swift alone: GVariant never leaves RouteGIO); descriptors that travel with a message; a D-Bus error.
 
 import CGIO
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A D-Bus value of the types route speaks.
 public enum DBusValue: Sendable, Equatable {

@@ -2,7 +2,9 @@
 // live; and GLibError, the one place a GError becomes a Swift error.
 
 import CGIO
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A dedicated thread running a GMainLoop on its own GMainContext.
@@ -29,7 +31,7 @@ public final class GLibLoop: Sendable {
             started = true
             nonisolated(unsafe) let context = self.context
             let ready = DispatchSemaphore(value: 0)
-            let thread = Thread {
+            let body = LoopThread {
                 g_main_context_push_thread_default(context)
                 // Own the context before anyone may call `perform`: g_main_context_invoke runs a
                 // function inline, on the caller's thread, when no thread owns the context yet.
@@ -38,8 +40,11 @@ public final class GLibLoop: Sendable {
                 ready.signal()
                 g_main_loop_run(loop)
             }
-            thread.name = name
-            thread.start()
+            // GLib's own thread (named, as Foundation's Thread would be; FoundationEssentials has none).
+            g_thread_unref(g_thread_new(name, { data in
+                Unmanaged<LoopThread>.fromOpaque(data!).takeRetainedValue().body()
+                return nil
+            }, Unmanaged.passRetained(body).toOpaque()))
             ready.wait()
         }
     }
@@ -76,6 +81,12 @@ public final class GLibLoop: Sendable {
             Unmanaged<AnyObject>.fromOpaque(data!).release()
         })
     }
+}
+
+/// What a loop's thread runs, handed to it through g_thread_new's one pointer.
+private final class LoopThread: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 }
 
 private protocol Runnable { func run() }

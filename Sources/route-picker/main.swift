@@ -7,7 +7,9 @@
 // prints where it went), --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
 
 import CPickerShim
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCLI
 import RouteClient
 import RouteCore
@@ -73,8 +75,8 @@ let picker = route_picker_new(title, options["parent"] ?? "", { context, id in
 }, { context in
     let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()
     let now = Date()
-    printError(String(format: "route-picker: first device shown at %.3f, %.0f ms after start", now.timeIntervalSince1970,
-                      now.timeIntervalSince(outcome.started) * 1000))
+    printError("route-picker: first device shown at \(fixedPoint(now.timeIntervalSince1970, decimals: 3)), "
+               + "\(fixedPoint(now.timeIntervalSince(outcome.started) * 1000, decimals: 0)) ms after start")
 }, { context, from, to in
     // The person chose where a session goes: the service moves it, and the window hears how that went.
     let outcome = Unmanaged<PickerOutcome>.fromOpaque(context!).takeUnretainedValue()

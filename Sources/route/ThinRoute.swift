@@ -1,7 +1,9 @@
 // ThinRoute: which commands the thin `route` runs itself — those the route service (its sessions too) or a `route
 // cast`'s control socket answers — and the hand-over of every other one to route-full.
 
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import RouteCLI
 import RouteCore
 
