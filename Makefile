@@ -70,4 +70,4 @@ fuzz:
 	scripts/fuzz
 
 clean:
-	rm -rf .build out route_*_amd64.deb route_*_amd64.buildinfo route_*_amd64.changes
+	rm -rf --one-file-system .build out route_*_amd64.deb route_*_amd64.buildinfo route_*_amd64.changes

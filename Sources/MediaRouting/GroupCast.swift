@@ -87,6 +87,8 @@ public final class GroupCast: Sendable {
         var over = false
         /// Whether the last status said was a final one (the group's end).
         var saidEnd = false
+        /// The latest final status a member reported (how the group ended, when no member is left to lead).
+        var lastEnd: QueueStatus?
         /// When each member was last sought back into step (it is left alone for a while after).
         var corrected: [Int: ContinuousClock.Instant] = [:]
         /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
@@ -167,19 +169,18 @@ public final class GroupCast: Sendable {
     /// Says the lead's latest status as the group's (the lead changed: its status may not change for a while).
     private func announceLead() {
         state.withLock { state in
-            guard let lead = Self.lead(of: state).flatMap({ state.last[$0.number] }) else { return }
+            guard let lead = Self.lead(of: state).flatMap({ state.last[$0.number] }), !(state.saidEnd && lead.playback.isFinal) else { return }
             place.latest.withLock { $0 = lead }
             tell(asTheGroups(lead, in: state), in: &state)
         }
     }
 
-    /// Says how the group ended, unless that was said: the first member's end (not one taken out on purpose). Every
-    /// member can end before the first end is handled, when no member leads any more; nor is a member's end the
-    /// group's while another plays.
+    /// Says how the group ended, unless that was said: the latest end a member reported (not one taken out on
+    /// purpose). Every member can end before the first end is handled, when no member leads any more; nor is a
+    /// member's end the group's while another plays.
     private func announceEnd() {
         state.withLock { state in
-            let ends = state.members.filter { !state.removed.contains($0.number) }.compactMap { state.last[$0.number] }
-            guard !state.saidEnd, let end = ends.first(where: \.playback.isFinal) ?? ends.first else { return }
+            guard !state.saidEnd, let end = state.lastEnd else { return }
             tell(asTheGroups(end, in: state), in: &state)
         }
     }
@@ -442,6 +443,7 @@ public final class GroupCast: Sendable {
             case .status(let status):
                 let (leads, first, groupPaused) = state.withLock { state -> (Bool, Bool, Bool) in
                     let before = state.last.updateValue(status, forKey: member.number)?.playback
+                    if status.playback.isFinal, !state.removed.contains(member.number) { state.lastEnd = status }
                     let first = status.playback.state == .playing && !state.played.contains(member.number)
                     if status.playback.state == .playing { state.played.insert(member.number) }
                     // Its first reports may still say where it was before its start seek: it is left alone a while.

@@ -1,9 +1,7 @@
 // APIValues: the values route's D-Bus API carries besides devices and statuses — a cast's, a sink's and a picker's
 // options, a mirror, a sink — each Codable, sent and read by DBusCoding alone (the service and its clients share them).
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 import RouteCore
 import RouteGIO
 

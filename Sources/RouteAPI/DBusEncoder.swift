@@ -1,9 +1,7 @@
 // DBusEncoder: an Encodable value straight into a D-Bus value tree, shaped as JSON would shape it (objects are a{sv},
 // dates seconds since 1970), without writing and re-reading JSON — the service encodes every status it publishes.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 import RouteGIO
 
 /// Encodes values into `DBusValue`s: keyed containers are `a{sv}` (nil values left out), lists of strings `as`, lists

@@ -2,7 +2,6 @@
 // travel in it: each as the a{sv} dictionary of its JSON (a device is what `route devices --json` prints); the values
 // themselves are in APIValues.swift.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

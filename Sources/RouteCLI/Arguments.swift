@@ -1,8 +1,6 @@
 // Arguments: the hand-written, declarative command-line parser — commands declare options, this parses and prints help.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// One option a command accepts: `--name VALUE` or a `--flag`.
 package struct OptionSpec {

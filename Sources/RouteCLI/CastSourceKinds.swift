@@ -1,7 +1,6 @@
 // CastSourceKinds: what kind of thing each source of a cast is, judged without reading it — so that the thin route
 // knows whether the service can take a cast as it is, and route-full which sources are files to check first.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

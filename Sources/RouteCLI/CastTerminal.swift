@@ -2,7 +2,6 @@
 // the status line, the keys, the signals that stop it, its options, and the picker.
 
 import CSignalForward
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,7 +1,6 @@
 // CastThroughService: `route cast` when the route service plays the queue — the same status line, keys, signals and
 // exit codes as in-process, with the session in the service; and `--detach`, which leaves it there.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,9 +1,7 @@
 // `route completion SHELL` and `route manpage`: shell completions and the man page, generated from the command
 // specs the CLI declares, so that neither can drift from `--help`.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 package enum Completion {
     package static func run(_ parsed: ParsedArguments) throws -> ExitCode {

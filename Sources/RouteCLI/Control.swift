@@ -1,9 +1,7 @@
 // `route play|pause|stop|status|seek|volume --to DEVICE`: control a running cast from another terminal — the asking
 // side, and the answering side inside the cast.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 import RouteClient
 import RouteControl
 import RouteCore

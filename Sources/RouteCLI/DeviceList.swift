@@ -1,7 +1,6 @@
 // DeviceList: where the CLI hears devices — the route service or a router in this process, one interface — and what
 // is written once over it: `route devices`, the devices a terminal picker offers, the device a cast without --to plays on.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,7 +1,6 @@
 // GroupCommand: `route group add|list|remove` — the groups a person keeps (DeviceGroups), their devices found through
 // whichever source the CLI hears devices from (the route service, or a router in this process).
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

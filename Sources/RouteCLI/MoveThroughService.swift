@@ -1,7 +1,6 @@
 // MoveThroughService: `route move [--to NEW] [--from OLD]`, which asks the route service to move one of its casts to
 // another device (without --to, the device picker asks where to), and says where it plays now.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,6 +1,5 @@
 // Output: how route writes — one clean line to stderr or stdout, JSON for scripts — and the options several commands share.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

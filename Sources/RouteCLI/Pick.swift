@@ -1,7 +1,6 @@
 // Pick: `route pick` — a person chooses a device: in the route service's picker window where there is a display, else
 // at the terminal; the choice is printed (name and id, or JSON), and nothing when none was chosen (exit 1).
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,9 +1,7 @@
 // PickerList: what the device picker lists, shared by its window and the terminal picker — This computer first, then
 // by name; an icon per kind; the protocols and what each device plays now; greyed what cannot play the kind asked for.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 import RouteClient
 import RouteCore
 

@@ -1,7 +1,6 @@
 // RouteCommandLine: route's commands as declared (help, man page, completion) and the dispatch both route executables
 // share — signals set up, help, parsing, and one line and an exit code for every error.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteAPI

@@ -1,7 +1,6 @@
 // ServiceMode: whether a command goes through the route service or runs in-process (ROUTE_SERVICE, a session bus,
 // --providers), and the connection that starts the service when needed.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

@@ -1,7 +1,6 @@
 // SinkThroughService: `route sink --detach` and `route sink --stop`, which leave a desktop-audio sink to the route
 // service (kept while the device is on the network, until stopped) or take it away.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

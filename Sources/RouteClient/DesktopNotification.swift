@@ -1,9 +1,7 @@
 // DesktopNotification: a message in the desktop's notification area (org.freedesktop.Notifications) — how route says
 // what went wrong when it was started from the desktop, with no terminal to print on.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 import RouteGIO
 
 /// A notification shown by the desktop's notification server.
@@ -20,8 +18,15 @@ public enum DesktopNotification {
             let capabilities = try? await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                                   interface: "org.freedesktop.Notifications", method: "GetCapabilities", timeout: .seconds(5))
             let markup = capabilities?.first.map { if case .strings(let names) = $0.unwrapped { names.contains("body-markup") } else { false } } ?? false
-            let text = !markup ? body : body.replacing("&", with: "&amp;").replacing("<", with: "&lt;")
-                .replacing(">", with: "&gt;")
+            // Escaped scalar by scalar: a `<` with a combining mark after it is one Character, and still markup.
+            let text = !markup ? body : body.unicodeScalars.map { scalar in
+                switch scalar {
+                case "&": "&amp;"
+                case "<": "&lt;"
+                case ">": "&gt;"
+                default: String(scalar)
+                }
+            }.joined()
             _ = try await bus.call("org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
                                    interface: "org.freedesktop.Notifications", method: "Notify",
                                    [.string("route"), .uint32(0), .string(icon), .string(summary), .string(text), .strings([]),

@@ -1,7 +1,6 @@
 // RemoteSession: one session of the route service as a client sees it — its status, its events in order (statuses,
 // notices, its end), and its controls.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

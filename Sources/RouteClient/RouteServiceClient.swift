@@ -3,7 +3,6 @@
 
 // The API's values come with the client: an app imports RouteClient alone.
 @_exported import RouteAPI
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCore

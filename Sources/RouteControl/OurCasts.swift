@@ -2,7 +2,6 @@
 // control socket) or a session of the route service (over D-Bus) — and the one question `route pause|status --to D`,
 // an in-process cast, `route watch` and the service all ask: does one of ours play on this device?
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteClient

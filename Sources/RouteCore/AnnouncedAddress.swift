@@ -2,7 +2,6 @@
 // SSDP locations): nothing announced makes route connect to this machine itself — its loopback, or any address of its
 // own — nor to an address or port no device can have. An address a person types is not announced, and not checked.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization

@@ -2,7 +2,6 @@
 // "Who asked"): a person at the terminal anything; an app on the bus its user's paths, unless it is sandboxed; a
 // document from the web only http(s) URLs that are not this machine.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

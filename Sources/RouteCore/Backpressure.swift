@@ -1,7 +1,6 @@
 // Backpressure: yields into a bounded stream that wait for room instead of dropping, so that a producer fed by the
 // network slows to its consumer's pace (and the peer, its socket or pipe full, with it) rather than growing a queue.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

@@ -1,9 +1,7 @@
 // CastSettings: how a cast plays its queue (start timeout, picture time, a forced route, subtitles), and QueueEvent:
 // what a playing queue says, in order — shared by route's terminal, its service and their clients.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// How a cast plays its queue.
 public struct CastSettings: Sendable {

@@ -1,5 +1,5 @@
-// DetachedProcess: starts a program that lives on its own — stdio /dev/null, default signals, nothing of route's
-// descriptors — and reaps it when it ends (the route service, launched when the bus cannot start it).
+// DetachedProcess: starts a program that lives on its own — a session of its own, stdio /dev/null, default signals,
+// nothing of route's descriptors — and reaps it when it ends (the route service, launched when the bus cannot start it).
 
 import CPluginSpawn
 import Glibc

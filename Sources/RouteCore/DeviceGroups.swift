@@ -2,7 +2,6 @@
 // set for a device (`route group delay`), in $XDG_CONFIG_HOME/route/groups.json; a group as the device that lists
 // show and `--to` names; and the devices a group cast is asked for (GroupTargets).
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

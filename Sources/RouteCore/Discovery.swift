@@ -1,9 +1,7 @@
 // Discovery: the shared services that find things on the network — SSDP and DNS-SD (mDNS) — as providers see
 // them. Each runs once per process; providers subscribe with their interests and receive resolved results.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// An SSDP search reply or announcement for a target someone subscribed to.
 public struct SSDPEvent: Sendable, Hashable {

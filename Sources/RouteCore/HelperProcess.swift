@@ -2,7 +2,6 @@
 // however it ends, its memory and its output bounded, ended at its deadline or when the task that waits is cancelled.
 
 import CPluginSpawn
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization

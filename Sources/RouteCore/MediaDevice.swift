@@ -1,9 +1,7 @@
 // MediaDevice: one physical player and the routes (one per provider) that reach it, and MediaAcceptance,
 // the media a route takes.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// One way of reaching a device: what one provider found, and how it plays.
 ///

@@ -1,9 +1,7 @@
 // MediaFileKind: what kind of media a file is by its name alone (sound, video, picture) — for a folder's files before
 // they are probed, and for what a person asks a picker to play.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// A kind of media file, judged by the file's extension.
 public enum MediaFileKind: String, CaseIterable, Sendable {

@@ -1,7 +1,6 @@
 // MediaRouter: runs the providers (each with a lifecycle: started, restarted with backoff when it fails),
 // merges their routes into physical devices by identity, and picks devices by name.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization

@@ -1,9 +1,7 @@
 // NeighbourTable: the hardware (MAC) address the kernel has learnt for an IP address on the LAN — an identity
 // that routes of different protocols to one device share (a TV's Cast receiver and its DLNA renderer).
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// Reads the kernel's IPv4 neighbour table (`/proc/net/arp`).
 public enum NeighbourTable {

@@ -1,9 +1,7 @@
 // NetworkNumber: reads numbers that arrive from the network (positions, durations, volumes, sizes), refusing
 // what is not finite or out of range instead of letting it reach arithmetic that traps.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// Parses numbers from untrusted text; nil for anything malformed, infinite, NaN or out of range.
 public enum NetworkNumber {

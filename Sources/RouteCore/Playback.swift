@@ -1,8 +1,6 @@
 // Playback vocabulary: what a device is doing, what to play on it, and where to seek.
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// What a device is doing right now, as reported by its controller.
 public struct PlaybackStatus: Sendable, Hashable, Codable {

@@ -2,7 +2,6 @@
 // that plays it best, gapless where the device can, with a deadline for starting, a set time for pictures,
 // and items prepared only as the queue reaches them. No GStreamer here: an app with its own pipeline uses it.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

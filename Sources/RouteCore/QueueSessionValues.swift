@@ -1,8 +1,6 @@
 // QueueSessionValues: what a queue session is given (its Options) and what it says (QueueStatus).
 
-import Dispatch
 import FoundationEssentials
-import Glibc
 
 /// What a cast is doing: which item of how many, over which route, and the device's latest status.
 public struct QueueStatus: Sendable, Hashable, Codable {

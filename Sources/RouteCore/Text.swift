@@ -24,10 +24,16 @@ extension StringProtocol {
     public func sortsBefore(_ other: some StringProtocol) -> Bool {
         let (mine, theirs) = (Self.runs(of: lowercased()), Self.runs(of: other.lowercased()))
         for (left, right) in zip(mine, theirs) where left != right {
-            if let leftNumber = left.number, let rightNumber = right.number {
+            switch (left.number, right.number) {
+            case let (leftNumber?, rightNumber?):
                 // By value: fewer digits once leading zeros are gone is smaller.
                 if leftNumber.count != rightNumber.count { return leftNumber.count < rightNumber.count }
                 if leftNumber != rightNumber { return leftNumber < rightNumber }
+            case (.some, nil), (nil, .some):
+                // Digits before anything else (a total order, whatever a run of other text starts with).
+                return left.number != nil
+            case (nil, nil):
+                break
             }
             return left.text < right.text
         }
@@ -49,11 +55,18 @@ extension StringProtocol {
     }
 }
 
-/// `value` written with `decimals` digits after the point, as printf's `%.Nf` writes it.
+/// `value` written with `decimals` digits (at most 9) after the point, rounded half to even, as printf's `%.Nf` writes
+/// it in the C locale — always with a point, whatever locale GTK set (printf's would follow it); never "-0".
 public func fixedPoint(_ value: Double, decimals: Int) -> String {
-    var buffer = [CChar](repeating: 0, count: 352)
-    _ = withVaList([value]) { vsnprintf(&buffer, buffer.count, "%.\(max(0, min(decimals, 17)))f", $0) }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let decimals = max(0, min(decimals, 9))
+    let scale = (0..<decimals).reduce(UInt64(1)) { product, _ in product * 10 }
+    let scaled = (abs(value) * Double(scale)).rounded(.toNearestOrEven)
+    guard value.isFinite, scaled < 9e18 else { return "\(value)" }
+    let units = UInt64(scaled)
+    let sign = value < 0 && units > 0 ? "-" : ""
+    guard decimals > 0 else { return sign + "\(units)" }
+    let fraction = String(units % scale)
+    return sign + "\(units / scale)." + String(repeating: "0", count: decimals - fraction.count) + fraction
 }
 
 /// Writes `text` to standard error whole (a short write goes on; a closed stderr drops the rest).

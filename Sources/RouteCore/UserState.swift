@@ -1,7 +1,6 @@
 // UserState: where route keeps what it learns for the user between runs ($XDG_STATE_HOME/route: resume positions, the
 // certificates of Cast receivers), and how a file there is written: whole or not at all, 0600 in a 0700 folder.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

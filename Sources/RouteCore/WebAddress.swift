@@ -2,7 +2,6 @@
 // loopback (route serves such a URL itself), and a playlist or page from the web may not make route fetch from this
 // machine at all.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 

@@ -78,11 +78,11 @@ public final class DBusConnection: Sendable {
     }
 
     /// A D-Bus address value with its %XX escapes decoded (GLib's URI unescaping: the same escapes); nil when one is
-    /// malformed.
+    /// malformed or the bytes are not UTF-8.
     private static func unescaped(_ value: String) -> String? {
         guard let decoded = g_uri_unescape_string(value, nil) else { return nil }
         defer { g_free(decoded) }
-        return String(cString: decoded)
+        return String(validatingCString: decoded)
     }
 
     /// Whether one D-Bus address (`unix:path=…`, `unix:abstract=…`) accepts a connection.

@@ -2,7 +2,6 @@
 // DBus.swift alone: GVariant never leaves RouteGIO); descriptors that travel with a message; a D-Bus error.
 
 import CGIO
-import Dispatch
 import FoundationEssentials
 import Glibc
 

@@ -7,7 +7,6 @@
 // prints where it went), --close-on-hangup stdin (the service keeps stdin's other end: the window goes with it).
 
 import CPickerShim
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCLI

@@ -1,7 +1,6 @@
 // ThinRoute: which commands the thin `route` runs itself — those the route service (its sessions too) or a `route
 // cast`'s control socket answers — and the hand-over of every other one to route-full.
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCLI

@@ -2,7 +2,6 @@
 // answers through the route service when it can (the device list, a cast) and hands every other command to route-full,
 // with the same arguments in the same process. (Kept tiny: closures written here would be main-actor isolated.)
 
-import Dispatch
 import FoundationEssentials
 import Glibc
 import RouteCLI

@@ -13,8 +13,8 @@ int route_plugin_spawn(const char *path, int *to_child, int *from_child, int *ch
 /// most `data_bytes` of data memory (RLIMIT_DATA; 0 for no limit). On success returns 0 and sets `pid`; else an errno.
 int route_helper_spawn(const char *path, char *const argv[], int output, int errors, unsigned long long data_bytes, pid_t *pid);
 
-/// Starts `path` with `argv` (NULL-terminated) on its own: standard input, output and error /dev/null, default signals,
-/// no blocked signals, every other descriptor closed, nothing tied to route's life (the route service, launched when
+/// Starts `path` with `argv` (NULL-terminated) on its own: a session of its own, standard input, output and error
+/// /dev/null, default signals, no blocked signals, every other descriptor closed, nothing tied to route's life (the route service, launched when
 /// the bus cannot start it). On success returns 0 and sets `pid` (the caller reaps it); else an errno.
 int route_detached_spawn(const char *path, char *const argv[], pid_t *pid);
 
