@@ -35,7 +35,14 @@ final class PluginProcess: Sendable {
     static func spawn(path: String, name: String, log: RouteLog) throws -> PluginProcess {
         var input: Int32 = -1, output: Int32 = -1, errors: Int32 = -1
         var pid: pid_t = 0
-        let result = route_plugin_spawn(path, &input, &output, &errors, &pid)
+        var result = route_plugin_spawn(path, &input, &output, &errors, &pid)
+        // A file still open for writing somewhere cannot be run yet (ETXTBSY): one being installed or replaced, or one
+        // just written while another thread forked (the child holds the descriptor until it closes it). Tried again
+        // for up to a second.
+        for _ in 0..<50 where result == ETXTBSY {
+            usleep(20_000)
+            result = route_plugin_spawn(path, &input, &output, &errors, &pid)
+        }
         guard result == 0 else { throw PluginError.cannotStart(path: path, reason: String(cString: strerror(result))) }
         let process = PluginProcess(pid: pid, input: input, output: output, name: name)
         live.withLock { _ = $0.insert(pid) }

@@ -156,16 +156,45 @@ import Testing
     static let echo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent(".build/debug/route-plugin-bench").path
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"))
-    func aSwiftPluginPublishesAndIsControlledThroughTheHost() async throws {
-        // The bench serves as a plugin when ROUTE_BENCH_SERVE=1: a wrapper says so for this plugin alone (setting it
-        // in this process would reach every test running beside this one).
+    /// A folder holding `route-provider-echo`: the bench, which serves as a plugin when ROUTE_BENCH_SERVE=1 — a wrapper
+    /// says so for this plugin alone (setting it in this process would reach every test running beside this one).
+    private static func echoPlugin() throws -> (folder: String, path: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("route-echo-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let wrapper = folder + "/route-provider-echo"
         try "#!/bin/sh\nROUTE_BENCH_SERVE=1 exec '\(Self.echo)'\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
         chmod(wrapper, 0o755)
+        return (folder, wrapper)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"))
+    func aPluginFileStillOpenForWritingStartsOnceItIsClosed() async throws {
+        let (folder, wrapper) = try Self.echoPlugin()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Held open for writing, as by a process that forked while it was written: exec says ETXTBSY until it closes.
+        let held = open(wrapper, O_WRONLY | O_CLOEXEC)
+        #expect(held >= 0)
+        Task {
+            try await Task.sleep(for: .milliseconds(300))
+            close(held)
+        }
+        let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
+        let provider = PluginProvider(name: "echo", path: wrapper)
+        let discovery = Task {
+            defer { sink.finish() }
+            try await provider.run(ProviderContext(log: .discard, discovery: .none, publish: { sink.yield($0) }))
+        }
+        var first: [MediaRoute] = []
+        for await routes in snapshots { first = routes; break }
+        discovery.cancel()
+        let ended = await discovery.result
+        #expect(first.map(\.id) == ["echo:echo-1"], "the plugin started once its file was closed: \(ended)")
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"))
+    func aSwiftPluginPublishesAndIsControlledThroughTheHost() async throws {
+        let (folder, wrapper) = try Self.echoPlugin()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         let provider = PluginProvider(name: "echo", path: wrapper)
         let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
         let versions = Mutex<[String]>([])
