@@ -3,7 +3,7 @@
 
 import RoutePluginKit
 
-/// Speaks the plugin protocol on stdin and stdout for the MPD provider until route closes stdin.
-public func serveMPDPlugin() async {
+/// Speaks the plugin protocol on stdin and stdout for the MPD provider until route closes stdin, then exits.
+public func serveMPDPlugin() async -> Never {
     await RoutePlugin.serve(MPDProvider(), version: "1.0", features: PluginFeatures(dnssd: ["_mpd._tcp"], queue: true, volume: true, resolve: true))
 }

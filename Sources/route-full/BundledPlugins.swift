@@ -8,14 +8,14 @@ import MPDPlugin
 /// The plugins route-full carries.
 enum BundledPlugins {
     /// Each bundled plugin's serving, by its executable's file name.
-    private static let byName: [String: @Sendable () async -> Void] = [
+    private static let byName: [String: @Sendable () async -> Never] = [
         "route-provider-mpd": serveMPDPlugin,
         "route-provider-airplay": serveAirPlayPlugin,
     ]
 
     /// The plugin to serve when route-full was started as `argument0` (a path or a name), nil when it was started as
     /// itself.
-    static func named(_ argument0: String?) -> (@Sendable () async -> Void)? {
+    static func named(_ argument0: String?) -> (@Sendable () async -> Never)? {
         guard let argument0, let name = argument0.split(separator: "/").last else { return nil }
         return byName[String(name)]
     }

@@ -8,10 +8,7 @@ import RouteCLI
 import RoutePluginHost
 
 // Started as a bundled plugin (through its link): that plugin, and nothing of route's command line.
-if let plugin = BundledPlugins.named(CommandLine.arguments.first) {
-    await plugin()
-    exit(0)
-}
+if let plugin = BundledPlugins.named(CommandLine.arguments.first) { await plugin() }
 let code = await RouteCommandLine.run(Array(CommandLine.arguments.dropFirst()), perform: RouteCommands.perform)
 // Plugins still lingering (or ignoring the end of their stdin) go with route.
 PluginProvider.killAll()
