@@ -86,7 +86,7 @@ public final class MediaSession {
             if MediaSessions.active == id { MediaSessions.active = nil }
             registration.end()
             // Given back at once on a thread of its own (a round trip to the bus must not hold up the main actor).
-            Thread { bus.releaseName(name) }.start()
+            DetachedThread.start(name: "route-release") { bus.releaseName(name) }
         }
         let model = self.model
         // Observation tells of the next change once per tracking; the stream wakes the loop, and ends it when the

@@ -1,6 +1,6 @@
-// DetachedThread: an OS thread of its own, named, for a blocking loop or C call — what Foundation's Thread gives,
-// without Foundation: the thin route and the picker link FoundationEssentials alone (Foundation brings ICU, 46 MB in
-// every statically linked executable).
+// DetachedThread: route's one way to start an OS thread of its own, named, for a blocking loop or C call — what
+// Foundation's Thread gives, without Foundation: the thin route and the picker link FoundationEssentials alone
+// (Foundation brings ICU, 46 MB in every statically linked executable). GLibLoop, below RouteCore, uses GLib's own.
 
 import CPluginSpawn
 import Glibc

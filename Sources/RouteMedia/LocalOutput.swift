@@ -87,12 +87,10 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 // The thread holds the player only while handling one message.
-                let thread = Thread { [weak self] in
+                DetachedThread.start(name: "route-local-bus") { [weak self] in
                     while !stop.withLock({ $0 }), let player = self, player.pumpBus() {}
                     done.resume()
                 }
-                thread.name = "route-local-bus"
-                thread.start()
             }
         } onCancel: {
             stop.withLock { $0 = true }

@@ -59,9 +59,7 @@ final class PipelineStream: @unchecked Sendable {
         })
         // Hold the response until the pipeline has produced data (or failed, which becomes a 500).
         message.pause()
-        let thread = Thread { [self] in pump() }
-        thread.name = "route-transcode"
-        thread.start()
+        DetachedThread.start(name: "route-transcode") { [self] in pump() }
     }
 
     private var isFinished: Bool { finished.load(ordering: .sequentiallyConsistent) }

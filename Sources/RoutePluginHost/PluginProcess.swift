@@ -53,7 +53,7 @@ final class PluginProcess: Sendable {
     /// Reads the plugin's stderr line by line into the log, at most `LogLimiter`'s rate and `maxLine` bytes a
     /// line (a longer one is cut), on a thread that ends when the plugin closes it.
     private func readErrors(from fd: Int32, into log: RouteLog) {
-        let thread = Thread { [self] in
+        DetachedThread.start(name: "plugin-\(name)-stderr") { [self] in
             defer { close(fd) }
             var limiter = LogLimiter()
             var pending: [UInt8] = []
@@ -82,8 +82,6 @@ final class PluginProcess: Sendable {
             }
             emit(pending)
         }
-        thread.name = "plugin-\(name)-stderr"
-        thread.start()
     }
 
     /// The longest stderr line kept (the rest of a longer one is dropped).

@@ -2,6 +2,7 @@
 // one on a thread of its own and hands the messages on as an AsyncSequence, in order.
 
 import Foundation
+import RouteCore
 import Synchronization
 
 /// Writes messages, framed, to a pipe. Thread-safe: a frame is written whole before the next one starts.
@@ -78,7 +79,7 @@ public enum FrameReader {
         let (stream, sink) = AsyncThrowingStream<Result<RPCMessage, RPCError>, any Error>.makeStream(bufferingPolicy: .bufferingOldest(backlog))
         let listening = Mutex(true)
         sink.onTermination = { _ in listening.withLock { $0 = false } }
-        let thread = Thread {
+        DetachedThread.start(name: name) {
             defer { close(fd) }
             var decoder = FrameDecoder()
             var buffer = [UInt8](repeating: 0, count: 65536)
@@ -97,8 +98,6 @@ public enum FrameReader {
                 }
             }
         }
-        thread.name = name
-        thread.start()
         return stream
     }
 }

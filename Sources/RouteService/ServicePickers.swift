@@ -197,12 +197,12 @@ final class PickRequest: Sendable, DBusObjectHandler {
         }
         // Its one line, read on a thread of its own (not the cooperative pool's), and its end.
         let data: Data = await withCheckedContinuation { done in
-            Thread {
+            DetachedThread.start(name: "route-picker-out") {
                 let data = output.fileHandleForReading.readDataToEndOfFile()
                 try? output.fileHandleForReading.close()
                 try? output.fileHandleForWriting.close()
                 done.resume(returning: data)
-            }.start()
+            }
         }
         // Not cancellable: a window being closed (SIGTERM, then SIGKILL) ends soon, and only an ended one has a status.
         await exited.wait()
