@@ -142,6 +142,6 @@ let package = Package(
         .testTarget(name: "RouteSoundTests", dependencies: ["RouteSound"], swiftSettings: swift6),
         .testTarget(name: "RouteClientTests", dependencies: ["RouteAPI", "RouteClient", "RouteCore", "RouteGIO"], swiftSettings: swift6),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "RouteCore"], swiftSettings: swift6),
-        .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore"], swiftSettings: swift6),
+        .testTarget(name: "RoutePluginTests", dependencies: ["RoutePluginProtocol", "RoutePluginHost", "RouteCore", "AirPlayPlugin"], swiftSettings: swift6),
     ]
 )

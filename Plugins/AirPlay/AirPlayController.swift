@@ -246,11 +246,20 @@ final class AirPlayController: RouteController {
         }
     }
 
-    func play() async throws {
+    func play() async throws { try await play(soundAt: nil) }
+
+    /// Plays with its sound heard at `instant`: the receiver is told that instant's time for the first frame (route's
+    /// sync packets), so receivers played at one instant play on one timeline.
+    func play(at instant: Date) async throws -> Bool {
+        try await play(soundAt: instant)
+        return true
+    }
+
+    private func play(soundAt instant: Date?) async throws {
         // A receiver that ended the paused session a moment ago is noticed now, not at the next status.
         if let gone = lost() { throw gone }
         if let ended = item.withLock({ $0.flatMap { $0.pausedAt != nil && !$0.final ? $0 : nil } }) {
-            return try await playInNewSession(ended)
+            return try await playInNewSession(ended, soundAt: instant)
         }
         let current = try requireSession()
         guard !current.streamer.isSending else { return }
@@ -261,13 +270,16 @@ final class AirPlayController: RouteController {
         // cannot go back, and goes on.
         if !live { try await rtsp { try current.streamer.reposition(to: position) } }
         item.withLock { $0?.paused = false }
-        current.streamer.resume(from: position)
+        current.streamer.resume(from: position, soundAt: instant.map(Self.onClock))
         report()
     }
 
+    /// `date` on the clock the streamer's timeline runs on.
+    private static func onClock(_ date: Date) -> ContinuousClock.Instant { .now + .seconds(date.timeIntervalSinceNow) }
+
     /// Plays a paused item whose session the receiver ended: a new session, the item decoded again from where it
-    /// was paused (a live one goes on), and what it is told again.
-    private func playInNewSession(_ paused: Item) async throws {
+    /// was paused (a live one goes on), and what it is told again; heard at `instant` when given.
+    private func playInNewSession(_ paused: Item, soundAt instant: Date?) async throws {
         let current = try await setUp(live: paused.media.isLive)
         let position = paused.duration == nil ? 0 : paused.pausedAt ?? 0
         let source: PCMSource
@@ -287,7 +299,7 @@ final class AirPlayController: RouteController {
             $0?.pausedAt = nil
         }
         let first = current.streamer.next.timestamp
-        current.streamer.start(source, at: position)
+        current.streamer.start(source, at: position, soundAt: instant.map(Self.onClock))
         report()
         describe.yield(Description(session: current, media: paused.media, next: first, position: position, seeks: item.withLock { $0?.seeks ?? 0 }))
     }

@@ -5,5 +5,5 @@ import RoutePluginKit
 
 /// Speaks the plugin protocol on stdin and stdout for the AirPlay provider until route closes stdin, then exits.
 public func serveAirPlayPlugin() async -> Never {
-    await RoutePlugin.serve(AirPlayProvider(), version: "0.1", features: PluginFeatures(dnssd: [RAOPService.type], volume: true))
+    await RoutePlugin.serve(AirPlayProvider(), version: "0.1", features: PluginFeatures(dnssd: [RAOPService.type], volume: true, timedPlay: true))
 }

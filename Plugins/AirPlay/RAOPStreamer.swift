@@ -1,5 +1,5 @@
 // RAOPStreamer: the UDP side of one AirPlay 1 session — audio packets sent from a PCMSource on a timeline of route's
-// (heard soon after a start, sent further ahead as it plays), sync packets (ten a second in the first, then one),
+// (heard soon after a start, or at an instant chosen for several receivers at once; sent further ahead as it plays), sync packets (ten a second in the first, then one),
 // answers to the receiver's timing requests, packets resent when it asks — on threads of its own.
 
 import Foundation
@@ -38,6 +38,9 @@ final class RAOPStreamer: @unchecked Sendable {
         var timestamp: UInt32 = UInt32.random(in: 0...UInt32.max / 2)
         /// When sending (re)started, the RTP time of its first packet, and the item's position then.
         var resumedAt = ContinuousClock.now
+        /// Whether `resumedAt` is an instant route chose (a group's members on one timeline), kept when the receiver
+        /// has asked the time by then; else the timeline starts when the first packet goes.
+        var scheduled = false
         var firstTimestamp: UInt32 = 0
         var packetsSinceResume = 0
         /// The packets since the resume that were the item's (its end decoded; silence follows them).
@@ -72,6 +75,9 @@ final class RAOPStreamer: @unchecked Sendable {
     /// receiver's own latency, and the lead a lost packet's resends need is there 0.4 s later (a burst of 4x
     /// AirPlay's 1.4 Mbit/s; the receivers hold seconds).
     private static let catchUp = 4
+    /// How far in the past a chosen timeline may begin: its first packets, sent at once, still reach the receiver before
+    /// they are due (the first plays the receiver's latency, 0.25 s, after the timeline begins).
+    private static let scheduleSlack = Duration.milliseconds(100)
     /// How long after its last frame is heard an item is said to have ended.
     private static let endMargin = Duration.milliseconds(300)
 
@@ -136,12 +142,13 @@ final class RAOPStreamer: @unchecked Sendable {
         sockets.close()
     }
 
-    /// Plays `source` from `position` seconds (its own position: a seek has been made there).
-    func start(_ source: PCMSource, at position: Double) {
+    /// Plays `source` from `position` seconds (its own position: a seek has been made there); its sound heard at
+    /// `soundAt` when given (as soon as it can be when that is too soon).
+    func start(_ source: PCMSource, at position: Double, soundAt: ContinuousClock.Instant? = nil) {
         lock.withLock {
             guard !state.isClosed else { return }
             state.source = source
-            resume(at: position)
+            resume(at: position, soundAt: soundAt)
         }
         lock.broadcast()
     }
@@ -173,11 +180,12 @@ final class RAOPStreamer: @unchecked Sendable {
         lock.withLock { state.positionAtResume = seconds }
     }
 
-    /// Sends again from `position` (the source has been moved there, or a live one goes on).
-    func resume(from position: Double) {
+    /// Sends again from `position` (the source has been moved there, or a live one goes on); its sound heard at
+    /// `soundAt` when given (as soon as it can be when that is too soon).
+    func resume(from position: Double, soundAt: ContinuousClock.Instant? = nil) {
         lock.withLock {
             guard !state.isClosed else { return }
-            resume(at: position)
+            resume(at: position, soundAt: soundAt)
         }
         lock.broadcast()
     }
@@ -190,11 +198,16 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
-    private func resume(at position: Double) {
+    private func resume(at position: Double, soundAt: ContinuousClock.Instant?) {
         state.dropBacklog = true
         state.phase = .sending
         state.generation += 1
-        state.resumedAt = .now
+        // The timeline that plays the item's first frame (after the silent lead-in) at `soundAt`; one that would have
+        // begun more than the slack ago starts now (its first packets would come too late to be played).
+        let now = ContinuousClock.now
+        let begins = soundAt.map { $0 - Self.duration(ofFrames: Int(Self.receiverLatency)) - Self.duration(ofPackets: Self.leadIn) }
+        state.scheduled = begins.map { $0 >= now - Self.scheduleSlack } ?? false
+        state.resumedAt = state.scheduled ? begins ?? now : now
         state.firstTimestamp = state.timestamp
         state.packetsSinceResume = 0
         state.itemPackets = nil
@@ -258,9 +271,10 @@ final class RAOPStreamer: @unchecked Sendable {
             state.resumedAt + Self.duration(ofPackets: index) / Self.catchUp)
     }
 
-    /// The RTP time of the frame due at `instant` (the receiver plays it its own latency later).
+    /// The RTP time of the frame due at `instant` (the receiver plays it its own latency later); before the timeline
+    /// begins (a first packet goes a little ahead of a timeline route chose), one counted back from its first.
     private func timestampDue(at instant: ContinuousClock.Instant) -> UInt32 {
-        let since = max(.zero, instant - state.resumedAt)
+        let since = instant - state.resumedAt
         let frames = since / .seconds(1) * Double(PCMSource.sampleRate)
         return state.firstTimestamp &+ UInt32(truncatingIfNeeded: Int(frames.rounded()))
     }
@@ -301,7 +315,8 @@ final class RAOPStreamer: @unchecked Sendable {
                     Thread.sleep(forTimeInterval: 0.005)
                     continue
                 }
-                state.resumedAt = .now
+                // A timeline route chose is kept unless the receiver's clock was asked too late for it.
+                if !state.scheduled || ContinuousClock.now - state.resumedAt > Self.scheduleSlack { state.resumedAt = .now }
             }
             let due = sendsAt(state.packetsSinceResume)
             let now = ContinuousClock.now

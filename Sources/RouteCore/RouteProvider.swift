@@ -1,6 +1,8 @@
 // The two protocols every provider implements — discovery with a lifecycle (RouteProvider) and control
 // (RouteController) — and what the router hands a provider while it runs (ProviderContext).
 
+import FoundationEssentials
+
 /// What a provider is handed while it runs: where to publish its routes, the shared discovery services,
 /// and its log.
 public struct ProviderContext: Sendable {
@@ -105,6 +107,11 @@ public protocol RouteController: AnyObject, Sendable {
     /// Loads an item, replacing the current one; starts playing when `autoplay`.
     func load(_ item: MediaItem, autoplay: Bool) async throws
     func play() async throws
+    /// Plays what is loaded or paused so that its sound is heard at `instant` (this machine's clock), when the device can
+    /// be told when to play (AirPlay's timeline: several such devices then play on one). Returns false, doing nothing,
+    /// when it cannot: the caller then plays it with `play()`, as much ahead of `instant` as the device holds its sound
+    /// back. An instant too soon for the device is taken as soon as it can.
+    func play(at instant: Date) async throws -> Bool
     func pause() async throws
     /// Seeks to an absolute position in seconds.
     func seek(to seconds: Double) async throws
@@ -146,6 +153,8 @@ extension RouteProvider {
 extension RouteController {
     /// Devices without a queue of their own cannot skip to the next item.
     public func skipToNext() async throws -> Bool { false }
+    /// Most devices play when they are told to, not at an instant.
+    public func play(at instant: Date) async throws -> Bool { false }
     /// A controller follows only what it loads unless it says otherwise.
     public func observe() async throws -> Bool { false }
 }

@@ -201,7 +201,13 @@ final class PluginController: RouteController {
         try await call(PluginMethod.load, LoadParams(session: session, item: WireItem(item), autoplay: autoplay), command: "load")
     }
 
-    func play() async throws { try await call(PluginMethod.play, SessionParams(session: session), command: "play") }
+    func play() async throws { try await call(PluginMethod.play, PlayParams(session: session), command: "play") }
+
+    func play(at instant: Date) async throws -> Bool {
+        guard await connection.info?.features.timedPlay == true else { return false }
+        try await call(PluginMethod.play, PlayParams(session: session, at: instant.timeIntervalSince1970), command: "play")
+        return true
+    }
     func pause() async throws { try await call(PluginMethod.pause, SessionParams(session: session), command: "pause") }
     func stop() async throws { try await call(PluginMethod.stop, SessionParams(session: session), command: "stop") }
 

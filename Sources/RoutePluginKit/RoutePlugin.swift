@@ -177,7 +177,11 @@ actor PluginServer {
         case PluginMethod.load:
             let load = try RPCCoding.decode(LoadParams.self, from: params)
             try await controller.load(load.item.item, autoplay: load.autoplay ?? true)
-        case PluginMethod.play: try await controller.play()
+        case PluginMethod.play:
+            // A controller that cannot play at the instant asked plays now.
+            if let at = try RPCCoding.decode(PlayParams.self, from: params).at,
+               try await controller.play(at: Date(timeIntervalSince1970: at)) { break }
+            try await controller.play()
         case PluginMethod.pause: try await controller.pause()
         case PluginMethod.stop: try await controller.stop()
         case PluginMethod.seek: try await controller.seek(to: try RPCCoding.decode(SeekParams.self, from: params).position)

@@ -95,16 +95,20 @@ public struct PluginFeatures: Codable, Sendable, Equatable {
     public var subtitles: Bool
     /// Whether it answers `device/resolve`: a device at an address the user typed (`--to mpd://HOST`).
     public var resolve: Bool
+    /// Whether its devices play at an instant they are told (`session/play` with `at`): several then play on one
+    /// timeline (a group's members).
+    public var timedPlay: Bool
 
     /// Features; everything off by default.
     public init(dnssd: [String] = [], ssdp: [String] = [], queue: Bool = false, volume: Bool = false, subtitles: Bool = false,
-                resolve: Bool = false) {
+                resolve: Bool = false, timedPlay: Bool = false) {
         self.dnssd = dnssd
         self.ssdp = ssdp
         self.queue = queue
         self.volume = volume
         self.subtitles = subtitles
         self.resolve = resolve
+        self.timedPlay = timedPlay
     }
 
     public init(from decoder: any Decoder) throws {
@@ -115,6 +119,7 @@ public struct PluginFeatures: Codable, Sendable, Equatable {
         volume = try c.decodeIfPresent(Bool.self, forKey: .volume) ?? false
         subtitles = try c.decodeIfPresent(Bool.self, forKey: .subtitles) ?? false
         resolve = try c.decodeIfPresent(Bool.self, forKey: .resolve) ?? false
+        timedPlay = try c.decodeIfPresent(Bool.self, forKey: .timedPlay) ?? false
     }
 }
 
@@ -344,6 +349,20 @@ public struct SessionParams: Codable, Sendable {
 
     /// Parameters.
     public init(session: String) { self.session = session }
+}
+
+/// `session/play` parameters.
+public struct PlayParams: Codable, Sendable {
+    public var session: String
+    /// When its sound is to be heard, in seconds since 1970 (UTC, this machine's clock); absent: now. Sent only to a
+    /// plugin with `features.timedPlay`.
+    public var at: Double?
+
+    /// Parameters.
+    public init(session: String, at: Double? = nil) {
+        self.session = session
+        self.at = at
+    }
 }
 
 /// `session/load` and `session/next` parameters.

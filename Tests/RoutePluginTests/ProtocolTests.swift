@@ -158,11 +158,12 @@ import Testing
 
     /// A folder holding `route-provider-echo`: the bench, which serves as a plugin when ROUTE_BENCH_SERVE=1 — a wrapper
     /// says so for this plugin alone (setting it in this process would reach every test running beside this one).
-    private static func echoPlugin() throws -> (folder: String, path: String) {
+    /// `timed`: it plays at an instant it is told (features.timedPlay).
+    private static func echoPlugin(timed: Bool = false) throws -> (folder: String, path: String) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("route-echo-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let wrapper = folder + "/route-provider-echo"
-        try "#!/bin/sh\nROUTE_BENCH_SERVE=1 exec '\(Self.echo)'\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nROUTE_BENCH_SERVE=1 ROUTE_BENCH_TIMED=\(timed ? 1 : 0) exec '\(Self.echo)'\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
         chmod(wrapper, 0o755)
         return (folder, wrapper)
     }
@@ -223,6 +224,35 @@ import Testing
         #expect(await statuses.next()?.state == .idle)
         await controller.close()
         await #expect(throws: RouteError.self) { try await controller.play() }
+        discovery.cancel()
+        _ = await discovery.result
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: echo), "needs `swift build --build-tests`"), arguments: [true, false])
+    func anInstantToPlayAtReachesOnlyAPluginThatTakesIt(timed: Bool) async throws {
+        let (folder, wrapper) = try Self.echoPlugin(timed: timed)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let provider = PluginProvider(name: "echo", path: wrapper)
+        let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
+        let context = ProviderContext(log: .discard, discovery: .none, publish: { sink.yield($0) })
+        let discovery = Task {
+            defer { sink.finish() }
+            try await provider.run(context)
+        }
+        var first: [MediaRoute] = []
+        for await routes in snapshots { first = routes; break }
+        let controller = try await provider.controller(for: try #require(first.first), context: context)
+        var statuses = controller.statusUpdates().makeAsyncIterator()
+        let instant = Date(timeIntervalSince1970: 1_800_000_000.125)
+        // A plugin without features.timedPlay is not told the instant (it would play at once): the caller plays it in time.
+        #expect(try await controller.play(at: instant) == timed)
+        if !timed { try await controller.play() }
+        var said: PlaybackStatus?
+        while let status = await statuses.next() {
+            if status.state == .playing { said = status; break }
+        }
+        #expect(said?.title == (timed ? "at 1800000000.125" : "now"))
+        await controller.close()
         discovery.cancel()
         _ = await discovery.result
     }

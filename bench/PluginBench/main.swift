@@ -1,6 +1,7 @@
 // route-plugin-bench: measures the plugin host — plugin start to first device snapshot, and a control call's round
 // trip (call to reply) through the host — against a plugin given by path, or against itself as a trivial Swift
-// plugin built on RoutePluginKit (when started with ROUTE_BENCH_SERVE=1, which it sets for the copy it starts).
+// plugin built on RoutePluginKit (when started with ROUTE_BENCH_SERVE=1, which it sets for the copy it starts; with
+// ROUTE_BENCH_TIMED=1 too, it plays at an instant it is told, and says which as the title of its status).
 // No discovery runs: nothing is sent on any network.
 
 import Foundation
@@ -28,22 +29,28 @@ final class EchoProvider: RouteProvider {
 
 final class EchoController: RouteController {
     let route: MediaRoute
+    private let statuses = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     init(route: MediaRoute) { self.route = route }
     func run() async throws { try await Task.sleep(for: .seconds(86400)) }
     func load(_ item: MediaItem, autoplay: Bool) async throws {}
-    func play() async throws {}
+    func play() async throws { statuses.send(PlaybackStatus(state: .playing, title: "now")) }
+    func play(at instant: Date) async throws -> Bool {
+        statuses.send(PlaybackStatus(state: .playing, title: "at \(instant.timeIntervalSince1970)"))
+        return true
+    }
     func pause() async throws {}
     func seek(to seconds: Double) async throws {}
     func stop() async throws {}
     func setVolume(_ level: Double) async throws {}
     func setMuted(_ muted: Bool) async throws {}
     func setNext(_ item: MediaItem) async throws -> Bool { false }
-    func statusUpdates() -> AsyncStream<PlaybackStatus> { AsyncStream { $0.yield(PlaybackStatus(state: .idle)) } }
+    func statusUpdates() -> AsyncStream<PlaybackStatus> { statuses.subscribe() }
     func close() async {}
 }
 
 if ProcessInfo.processInfo.environment["ROUTE_BENCH_SERVE"] == "1" {
-    await RoutePlugin.serve(EchoProvider(), version: "bench")
+    await RoutePlugin.serve(EchoProvider(), version: "bench",
+                            features: PluginFeatures(timedPlay: ProcessInfo.processInfo.environment["ROUTE_BENCH_TIMED"] == "1"))
 }
 
 /// `route-plugin-bench [--runs N] [--calls N] [PLUGIN [NAME]]`
