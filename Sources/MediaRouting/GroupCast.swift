@@ -1,7 +1,8 @@
 // GroupCast: one queue playing on several devices at once (a group a person keeps, or `--to A --to B`): each member
 // plays it as a QueuedCast of its own, all started together; every command reaches every member; a member that fails
-// or leaves is said once and the others play on; a member can be added or removed while it plays, and one that left
-// the network plays again once it answers; a member whose position strays from the lead's is sought back.
+// or leaves is said once and the others play on; a play, and a seek while playing, start every member together again;
+// a member can be added or removed while it plays, and one that left the network plays again once it answers; a member
+// whose position strays from the lead's is sought back.
 
 import Foundation
 import RouteCore
@@ -35,6 +36,8 @@ public final class GroupCast: Sendable {
         let servers: MediaServers
         let resume: ResumePositions
         let log: RouteLog
+        /// The seconds a device of that id holds its sound back (`route group delay`).
+        let delays: [String: Double]
     }
     private let making: Making
     /// The servers made for the members when none were given (closed when the cast ends).
@@ -91,6 +94,8 @@ public final class GroupCast: Sendable {
         var lastEnd: QueueStatus?
         /// When each member was last sought back into step (it is left alone for a while after).
         var corrected: [Int: ContinuousClock.Instant] = [:]
+        /// How many seeks while playing are under way: each pauses every member first, which is not the group's pause.
+        var regrouping = 0
         /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
         /// and its first reports lag).
         var playingSince: [Int: ContinuousClock.Instant] = [:]
@@ -111,11 +116,11 @@ public final class GroupCast: Sendable {
         ownServers = servers == nil ? shared : nil
         let start = StartTogether(members: devices.count), place = place
         self.start = start
-        making = Making(router: router, settings: settings, servers: shared, resume: resume, log: log)
+        making = Making(router: router, settings: settings, servers: shared, resume: resume, log: log, delays: delays)
         let members = try devices.indices.map { index in
             Member(number: index, cast: try QueuedCast(
                 probes, on: devices[index], router: router, settings: settings, servers: shared, resume: resume, log: log,
-                beforeFirstPlay: { route in await start.arrive(index, holdingBack: delays[devices[index].id] ?? StartDelays.typical(of: route)) },
+                beforeFirstPlay: { route in await start.arrive(index, holdingBack: Self.holdsBack(devices[index], on: route, delays: delays)) },
                 startPosition: { item in start.cameLate(index) ? place.position(of: item) : nil }),
                 returns: 0, firstCount: devices.count)
         }
@@ -124,6 +129,11 @@ public final class GroupCast: Sendable {
         self.probes = probes
         device = group
         (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+    }
+
+    /// The seconds `device` holds its sound back on `route`: what `delays` sets for it, else its protocol's typical.
+    private static func holdsBack(_ device: MediaDevice, on route: MediaRoute, delays: [String: Double]) -> Double {
+        delays[device.id] ?? StartDelays.typical(of: route)
     }
 
     /// The devices of the group that play (or start) the queue now.
@@ -459,7 +469,10 @@ public final class GroupCast: Sendable {
                     if leads { place.latest.withLock { $0 = status } }
                     // Another member's volume or mute is the group's too (its loudest, all muted).
                     let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
-                    if let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil { tell(asTheGroups(shown, in: state), in: &state) }
+                    let seeking = state.regrouping > 0 && status.playback.state == .paused
+                    if !seeking, let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil {
+                        tell(asTheGroups(shown, in: state), in: &state)
+                    }
                     return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
                 }
                 if first, member.joined {
@@ -492,20 +505,63 @@ public final class GroupCast: Sendable {
         guard let lead = playing.first else { return try await session.perform(command) }
         let decided = try await alike(command, lead: lead.cast.session)
         let volumes = volumes(for: decided, of: playing)
-        let errors = await withTaskGroup(of: (Int, (any Error)?).self) { group in
-            for (position, member) in playing.enumerated() {
-                let decided = volumes.map { SessionCommand.setVolume($0[position]) } ?? decided
+        let leadPlays = await lead.cast.session.playback.state == .playing
+        var errors: [(Int, any Error)] = []
+        switch decided {
+        case .play:
+            errors = await playTogether(playing)
+        case .seek(.absolute(let position)) where playing.count > 1 && leadPlays:
+            // Each device takes its own time to sound after a seek (AirPlay's a third of a second more than a DLNA
+            // renderer's): every member is paused and sought there, then all are played together (the pause unsaid).
+            state.withLock { $0.regrouping += 1 }
+            defer { state.withLock { $0.regrouping -= 1 } }
+            errors = await each(playing) { session in
+                try await session.pause()
+                try await session.seek(.absolute(position))
+            }
+            let failed = Set(errors.map(\.0))
+            let sought = playing.indices.filter { !failed.contains($0) }
+            errors += await playTogether(sought.map { playing[$0] }).map { (sought[$0.0], $0.1) }
+        default:
+            errors = await each(playing) { position, session in
+                try await session.perform(volumes.map { SessionCommand.setVolume($0[position]) } ?? decided)
+            }
+        }
+        errors.sort { $0.0 < $1.0 }
+        if errors.count == playing.count, let first = errors.first { throw first.1 }
+        for (position, error) in errors { say("\(playing[position].device.name) did not \(command.word): \(error)") }
+    }
+
+    /// Does `action` on each of `members`' sessions at once: the errors, by position in `members`.
+    private func each(_ members: [Member], _ action: @escaping @Sendable (Int, QueueSession) async throws -> Void) async -> [(Int, any Error)] {
+        await withTaskGroup(of: (Int, (any Error)?).self) { group in
+            for (position, member) in members.enumerated() {
                 group.addTask {
-                    do { try await member.cast.session.perform(decided) } catch { return (position, error) }
+                    do { try await action(position, member.cast.session) } catch { return (position, error) }
                     return (position, nil)
                 }
             }
             var errors: [(Int, any Error)] = []
             for await case let (position, error?) in group { errors.append((position, error)) }
-            return errors.sorted { $0.0 < $1.0 }
+            return errors
         }
-        if errors.count == playing.count, let first = errors.first { throw first.1 }
-        for (position, error) in errors { say("\(playing[position].device.name) did not \(command.word): \(error)") }
+    }
+
+    private func each(_ members: [Member], _ action: @escaping @Sendable (QueueSession) async throws -> Void) async -> [(Int, any Error)] {
+        await each(members) { _, session in try await action(session) }
+    }
+
+    /// Plays `members` together: at one instant, as far ahead as the one that holds its sound back longest needs,
+    /// each on its cue (a device that can be told that instant is; the others are played as much before it as they
+    /// hold their sound back). The errors, by position in `members`.
+    private func playTogether(_ members: [Member]) async -> [(Int, any Error)] {
+        var holding: [Double] = []
+        for member in members {
+            let route = await member.cast.session.route
+            holding.append(route.map { Self.holdsBack(member.device, on: $0, delays: making.delays) } ?? 0)
+        }
+        let holds = holding, instant = Date().addingTimeInterval(holding.max() ?? 0)
+        return await each(members) { position, session in try await session.play(PlayCue(at: instant, holdsBack: holds[position])) }
     }
 
     /// Sets one member's volume or mute alone (`route volume 40 --to Kitchen` while Kitchen plays in the group); the
@@ -567,8 +623,9 @@ private final class Place: Sendable {
     }
 }
 
-/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together:
-/// the one that holds its sound back longest first, each other later by as much less as it holds back.
+/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together,
+/// each with its cue: the one that holds its sound back longest first, each other later by as much less as it holds
+/// back, and a member that can be told when to play told the instant all are heard.
 private final class StartTogether: Sendable {
     private struct State {
         var arrived: Set<Int> = []
@@ -580,6 +637,8 @@ private final class StartTogether: Sendable {
         var outcome: Bool?
         /// The members that loaded after the others were let go (they start where the group is).
         var late: Set<Int> = []
+        /// When the members were let go to play.
+        var letGoAt: Date?
     }
     /// How many members start together.
     let count: Int
@@ -592,9 +651,10 @@ private final class StartTogether: Sendable {
     static let longestWait: Duration = .seconds(10)
 
     /// Member `member` has its first item loaded, and holds its sound back `seconds` once played; returns when every
-    /// member has (or `longestWait` has passed) and it is its moment (true: play it now), or when the cast was stopped
-    /// or its task cancelled first (false).
-    func arrive(_ member: Int, holdingBack seconds: Double) async -> Bool {
+    /// member has (or `longestWait` has passed) with its cue: the group plays as far after the members were let go as
+    /// the one that holds back longest needs (a member that came late plays at once). Nil when the cast was stopped or
+    /// its task cancelled first.
+    func arrive(_ member: Int, holdingBack seconds: Double) async -> PlayCue? {
         let go = await withTaskGroup(of: Bool?.self) { group -> Bool in
             group.addTask { await self.wait(member, holdingBack: seconds) }
             group.addTask {
@@ -611,9 +671,11 @@ private final class StartTogether: Sendable {
             }
             return false
         }
-        let longest = state.withLock { $0.holdsBack.values.max() ?? 0 }
-        if go, longest - seconds > 0.001 { try? await Task.sleep(for: .milliseconds(Int(((longest - seconds) * 1000).rounded()))) }
-        return go && !Task.isCancelled
+        guard go, !Task.isCancelled else { return nil }
+        let instant = state.withLock { state in
+            state.late.contains(member) ? nil : state.letGoAt?.addingTimeInterval(state.holdsBack.values.max() ?? 0)
+        }
+        return PlayCue(at: instant ?? Date().addingTimeInterval(seconds), holdsBack: seconds)
     }
 
     /// Waits at the gate until it is let go.
@@ -660,7 +722,10 @@ private final class StartTogether: Sendable {
 
     private func letGo(_ play: Bool) {
         let waiting = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
-            if state.outcome == nil { state.outcome = play }
+            if state.outcome == nil {
+                state.outcome = play
+                state.letGoAt = Date()
+            }
             defer { state.waiting = [] }
             return state.waiting
         }

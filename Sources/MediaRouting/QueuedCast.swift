@@ -27,7 +27,7 @@ public struct QueuedCast: Sendable {
     /// says nil, `settings`' start or resume position.
     public init(_ probes: ProbeAhead, on device: MediaDevice, router: MediaRouter, settings: CastSettings,
                 servers: MediaServers? = nil, resume: ResumePositions = .shared, log: RouteLog = .discard,
-                beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)? = nil,
+                beforeFirstPlay: (@Sendable (MediaRoute) async -> PlayCue?)? = nil,
                 startPosition: (@Sendable (Int) -> Double?)? = nil) throws {
         let preparer = try MediaPreparer(device: device, via: settings.via, servers: servers, log: log)
         let (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))

@@ -441,10 +441,10 @@ public actor QueueSession {
         }
         if let gate {
             passedFirstPlay = true
-            let go = await gate(controller.route)
+            let cue = await gate(controller.route)
             // Waiting for the others is no time this device took to start.
             loadedAt = .now
-            if go, !stopping { try await controller.play() }
+            if let cue, !stopping { try await cue.play(controller) }
         }
         // A stop asked for while the device took the item may have reached it before the item's play did, and the
         // device would play on with nobody to stop it: it is stopped again, now that it has the item.
@@ -501,6 +501,8 @@ public actor QueueSession {
     }
 
     public func play() async throws { try await playing().play() }
+    /// Plays on `cue`, together with other sessions played on it (a group's members after a pause).
+    public func play(_ cue: PlayCue) async throws { try await cue.play(playing()) }
     public func pause() async throws { try await playing().pause() }
 
     /// Seeks within the current item (absolute or relative to the reported position). A converted

@@ -1,4 +1,5 @@
-// QueueSessionValues: what a queue session is given (its Options) and what it says (QueueStatus).
+// QueueSessionValues: what a queue session is given (its Options, a PlayCue for playing together with others) and
+// what it says (QueueStatus).
 
 import FoundationEssentials
 
@@ -57,9 +58,9 @@ extension QueueSession {
         /// remembered position (`--resume`); nil or 0 from the start.
         public var startPosition: @Sendable (_ index: Int) -> Double? = { _ in nil }
         /// Awaited once, with the route it is on, when the first item is loaded on the device (not playing yet) and
-        /// before it is played: several devices playing one queue (a group cast) start together. False: it is not
-        /// played (the cast is stopping). Nil: the first item plays as it loads.
-        public var beforeFirstPlay: (@Sendable (MediaRoute) async -> Bool)?
+        /// before it is played: several devices playing one queue (a group cast) start together, each played on its
+        /// cue. Nil from it: it is not played (the cast is stopping). Nil: the first item plays as it loads.
+        public var beforeFirstPlay: (@Sendable (MediaRoute) async -> PlayCue?)?
 
         /// Options; by default 20 s to start, 5 s a picture, 6 s to fetch.
         public init(startTimeout: Duration = .seconds(20), imageDuration: Duration = .seconds(5),
@@ -72,5 +73,32 @@ extension QueueSession {
             self.access = access
             self.onSkip = onSkip
         }
+    }
+}
+
+/// When a device is to play, so that several play together (a group's start, or its play after a pause or a seek):
+/// a device that is played when it is told is played at `playAt`, as much before the group's instant as it holds its
+/// sound back (`StartDelays`); one that can be told when to play (`RouteController.play(at:)`) is told the instant
+/// itself, `soundAt` (the reference, gmediarender, is heard within 5 ms of being played: bench/multiroom).
+public struct PlayCue: Sendable, Equatable {
+    /// When the sound is to be heard (this machine's clock).
+    public let soundAt: Date
+    /// When to play a device that plays when it is told.
+    public let playAt: Date
+
+    /// The cue of a device that holds its sound back `holdsBack` seconds, for a group heard from `instant`.
+    public init(at instant: Date, holdsBack: Double) {
+        soundAt = instant
+        playAt = instant.addingTimeInterval(-holdsBack)
+    }
+
+    /// Plays `controller` on this cue: told the instant when it can be, else played at `playAt` (at once when that
+    /// has passed).
+    /// - Throws: the device's error; `CancellationError` when cancelled while it waits.
+    public func play(_ controller: any RouteController) async throws {
+        if try await controller.play(at: soundAt) { return }
+        let wait = playAt.timeIntervalSinceNow
+        if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+        try await controller.play()
     }
 }

@@ -152,6 +152,42 @@ extension LabTests {
             }
         }
 
+        /// A group of the lab's renderer and the receiver: the receiver is told when to play (an instant on the plugin's
+        /// timeline, `session/play`'s `at`) at the start, after a pause and after a seek while playing, and plays each
+        /// time; the seek's pause of every member is not said as the group's.
+        @Test func aGroupWithTheRendererPlaysOnTheReceiverAfterAPauseAndASeek() async throws {
+            try await Lab.stopRenderer()
+            try await withReceiver { sandbox in
+                let both = ["ROUTE_PROVIDERS": "upnp,airplay"]
+                let twoTones = try await sandbox.twoTones("two tones.wav", low: 10, high: 20)
+                let casting = try sandbox.start(["cast", twoTones, "--to", Lab.rendererName, "--to", Self.name], environment: both)
+                try await Lab.until("the low tone is heard and the renderer plays", within: 10, meanwhile: { casting.stdout + casting.stderr }) {
+                    try AirPlayOutput.read().heardSeconds > 1 && Lab.transportState() == "PLAYING"
+                }
+                #expect(try await sandbox.run(["pause", "--to", Self.name], environment: both).status == 0)
+                try await Lab.until("the renderer is paused", within: 5) { try Lab.transportState() == "PAUSED_PLAYBACK" }
+                var paused = try AirPlayOutput.read().heardSeconds, since = ContinuousClock.now
+                try await Lab.until("the receiver falls silent", within: 3) {
+                    let now = try AirPlayOutput.read().heardSeconds
+                    if now != paused { (paused, since) = (now, .now) }
+                    return ContinuousClock.now - since >= .milliseconds(300)
+                }
+                #expect(try await sandbox.run(["play", "--to", Self.name], environment: both).status == 0)
+                try await Lab.until("the receiver is heard again and the renderer plays", within: 5) {
+                    try AirPlayOutput.read().heardSeconds > paused + 1 && Lab.transportState() == "PLAYING"
+                }
+                #expect(try await sandbox.run(["seek", "25", "--to", Self.name], environment: both).status == 0)
+                try await Lab.until("the high tone is heard and the renderer plays from 25 s", within: 5, meanwhile: { casting.stdout + casting.stderr }) {
+                    try AirPlayOutput.read().pitch(ofLast: 0.2) > 1500 && Lab.transportState() == "PLAYING" && Lab.position() >= 25
+                }
+                #expect(try await sandbox.run(["stop", "--to", Self.name], environment: both).status == 0)
+                let result = await casting.finish(within: 10)
+                let group = "\(Lab.rendererName) + \(Self.name)"
+                #expect(result.status == 0 && result.stdoutLines.filter { $0.hasPrefix("paused:") } == ["paused: two tones on \(group)"],
+                        "one pause said, the person's: \(result)")
+            }
+        }
+
         @Test func theReceiverIsToldTheTitleArtistAlbumLengthAndCover() async throws {
             try await withReceiver { sandbox in
                 // A folder of one tagged MP3 and its cover.jpg.

@@ -1,7 +1,7 @@
 // GroupLabTests: one cast on two renderers at once in the lab — a group kept, listed, cast to by name, paused, played,
-// seeked and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other playing; and through the
-// route service, a group as one session (detached, each member's volume and the group's, paused and stopped, not moved)
-// and --to twice.
+// sought (paused and playing) and stopped on both, and forgotten; a member that vanishes mid-cast leaves the other
+// playing; and through the route service, a group as one session (detached, each member's volume and the group's,
+// paused and stopped, not moved) and --to twice.
 
 import Foundation
 import RouteCore
@@ -68,6 +68,12 @@ extension LabTests {
                 #expect(played.status == 0, "\(played)")
                 try await Lab.until("both renderers play from 12 s", within: 5) {
                     try states() == ["PLAYING", "PLAYING"] && Lab.position() >= 12 && Lab.position(at: Self.second) >= 12
+                }
+                // A seek while playing: every member paused, sought, and played together again.
+                let moved = try await sandbox.run(["seek", "20", "--to", "Both"], environment: upnp)
+                #expect(moved.status == 0, "\(moved)")
+                try await Lab.until("both renderers play from 20 s", within: 5, meanwhile: positions) {
+                    try states() == ["PLAYING", "PLAYING"] && Lab.position() >= 20 && Lab.position(at: Self.second) >= 20
                 }
                 // Its members are taken: a cast of their own is refused; one member's volume is the route service's to set.
                 let other = try await sandbox.run(["cast", wav, "--to", Self.secondName], environment: upnp)
