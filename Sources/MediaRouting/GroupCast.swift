@@ -94,8 +94,10 @@ public final class GroupCast: Sendable {
         var lastEnd: QueueStatus?
         /// When each member was last sought back into step (it is left alone for a while after).
         var corrected: [Int: ContinuousClock.Instant] = [:]
-        /// How many seeks while playing are under way: each pauses every member first, which is not the group's pause.
-        var regrouping = 0
+        /// The members a seek while playing paused (not the group's pause: unsaid) until each says it plays again.
+        var regrouping: Set<Int> = []
+        /// Counts the commands to the group: a seek plays its members again only when no command came meanwhile.
+        var commands = 0
         /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
         /// and its first reports lag).
         var playingSince: [Int: ContinuousClock.Instant] = [:]
@@ -131,9 +133,18 @@ public final class GroupCast: Sendable {
         (events, said) = AsyncStream<QueueEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
     }
 
-    /// The seconds `device` holds its sound back on `route`: what `delays` sets for it, else its protocol's typical.
-    private static func holdsBack(_ device: MediaDevice, on route: MediaRoute, delays: [String: Double]) -> Double {
-        delays[device.id] ?? StartDelays.typical(of: route)
+    /// The seconds `device` holds its sound back on `route` (what `delays` sets for it, else its protocol's typical),
+    /// and how many of them are beyond its protocol's typical.
+    private static func holdsBack(_ device: MediaDevice, on route: MediaRoute, delays: [String: Double]) -> HoldBack {
+        let typical = StartDelays.typical(of: route)
+        let seconds = delays[device.id] ?? typical
+        return HoldBack(seconds: seconds, beyondProtocol: seconds - typical)
+    }
+
+    /// When members let go at `base` are heard together: as far ahead as the one that holds its sound back longest
+    /// needs, and the margin a command needs to reach a device.
+    fileprivate static func instant(after base: Date, holding: some Sequence<HoldBack>) -> Date {
+        base.addingTimeInterval((holding.map(\.seconds).max() ?? 0) + PlayCue.margin)
     }
 
     /// The devices of the group that play (or start) the queue now.
@@ -466,11 +477,13 @@ public final class GroupCast: Sendable {
                     // A member's end is not the group's while others play.
                     let others = Self.playing(in: state).contains { $0.number != member.number }
                     let leads = Self.lead(of: state)?.number == member.number && !(status.playback.isFinal && others)
-                    if leads { place.latest.withLock { $0 = status } }
                     // Another member's volume or mute is the group's too (its loudest, all muted).
                     let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
-                    let seeking = state.regrouping > 0 && status.playback.state == .paused
-                    if !seeking, let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil {
+                    // Paused for a seek: neither said nor where the group is (a member joining now would pause with it).
+                    let regrouping = state.regrouping.contains(member.number) && status.playback.state == .paused
+                    if status.playback.state != .paused { state.regrouping.remove(member.number) }
+                    if leads, !regrouping { place.latest.withLock { $0 = status } }
+                    if !regrouping, let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil {
                         tell(asTheGroups(shown, in: state), in: &state)
                     }
                     return (leads, first, place.latest.withLock { $0?.playback.state == .paused })
@@ -494,41 +507,43 @@ public final class GroupCast: Sendable {
     /// position.
     /// - Throws: the first member's error, when no member took it; a member that refuses while others take it is said.
     public func perform(_ command: SessionCommand) async throws {
-        let playing = state.withLock { state in
+        let (playing, number) = state.withLock { state in
             if command == .stop { state.over = true }
+            // A command that comes while a seek regroups the members is the group's own: their pauses are said again.
+            state.regrouping = []
+            state.commands += 1
             // A seek, a pause or another item: each member says where it is a moment apart; none is out of step for it.
             if !command.isVolume { for member in Self.playing(in: state) { state.corrected[member.number] = .now } }
-            return Self.playing(in: state)
+            return (Self.playing(in: state), state.commands)
         }
         // Stopped or paused before the members have started: none of them plays (a play plays them later).
         if command == .stop || command == .pause { start.callOff() }
         guard let lead = playing.first else { return try await session.perform(command) }
         let decided = try await alike(command, lead: lead.cast.session)
         let volumes = volumes(for: decided, of: playing)
-        let leadPlays = await lead.cast.session.playback.state == .playing
+        let leading = await lead.cast.session.playback
         var errors: [(Int, any Error)] = []
         switch decided {
         case .play:
             errors = await playTogether(playing)
-        case .seek(.absolute(let position)) where playing.count > 1 && leadPlays:
+        case .seek(.absolute(let position)) where playing.count > 1 && [.playing, .loading].contains(leading.state) && leading.duration != nil:
             // Each device takes its own time to sound after a seek (AirPlay's a third of a second more than a DLNA
-            // renderer's): every member is paused and sought there, then all are played together (the pause unsaid).
-            state.withLock { $0.regrouping += 1 }
-            defer { state.withLock { $0.regrouping -= 1 } }
-            errors = await each(playing) { session in
-                try await session.pause()
-                try await session.seek(.absolute(position))
-            }
-            let failed = Set(errors.map(\.0))
-            let sought = playing.indices.filter { !failed.contains($0) }
-            errors += await playTogether(sought.map { playing[$0] }).map { (sought[$0.0], $0.1) }
+            // renderer's): every member is paused (unsaid) and sought there, then all are played together — those whose
+            // seek failed too, where they were — unless another command came meanwhile.
+            state.withLock { $0.regrouping.formUnion(playing.map(\.number)) }
+            errors = await each(playing) { session in try await session.pause() }
+            let paused = playing.indices.filter { index in !errors.contains { $0.0 == index } }
+            errors += await each(paused.map { playing[$0] }) { session in try await session.seek(.absolute(position), resuming: false) }
+                .map { (paused[$0.0], $0.1) }
+            guard state.withLock({ $0.commands }) == number else { break }
+            errors += await playTogether(paused.map { playing[$0] }).map { (paused[$0.0], $0.1) }
         default:
             errors = await each(playing) { position, session in
                 try await session.perform(volumes.map { SessionCommand.setVolume($0[position]) } ?? decided)
             }
         }
         errors.sort { $0.0 < $1.0 }
-        if errors.count == playing.count, let first = errors.first { throw first.1 }
+        if Set(errors.map(\.0)).count == playing.count, let first = errors.first { throw first.1 }
         for (position, error) in errors { say("\(playing[position].device.name) did not \(command.word): \(error)") }
     }
 
@@ -555,13 +570,13 @@ public final class GroupCast: Sendable {
     /// each on its cue (a device that can be told that instant is; the others are played as much before it as they
     /// hold their sound back). The errors, by position in `members`.
     private func playTogether(_ members: [Member]) async -> [(Int, any Error)] {
-        var holding: [Double] = []
+        var holding: [HoldBack] = []
         for member in members {
             let route = await member.cast.session.route
-            holding.append(route.map { Self.holdsBack(member.device, on: $0, delays: making.delays) } ?? 0)
+            holding.append(route.map { Self.holdsBack(member.device, on: $0, delays: making.delays) } ?? HoldBack(seconds: 0, beyondProtocol: 0))
         }
-        let holds = holding, instant = Date().addingTimeInterval(holding.max() ?? 0)
-        return await each(members) { position, session in try await session.play(PlayCue(at: instant, holdsBack: holds[position])) }
+        let holds = holding, instant = Self.instant(after: Date(), holding: holding)
+        return await each(members) { position, session in try await session.play(holds[position].cue(at: instant)) }
     }
 
     /// Sets one member's volume or mute alone (`route volume 40 --to Kitchen` while Kitchen plays in the group); the
@@ -599,7 +614,8 @@ public final class GroupCast: Sendable {
     private func alike(_ command: SessionCommand, lead: QueueSession) async throws -> SessionCommand {
         let playback = await lead.playback
         switch command {
-        case .togglePause: return playback.state == .playing ? .pause : .play
+        // As the group was last said to be (a seek's pause of its members is not the group's).
+        case .togglePause: return (place.latest.withLock { $0?.playback.state } ?? playback.state) == .playing ? .pause : .play
         case .toggleMute: return .setMuted(!(state.withLock { Self.sound(in: $0).muted } ?? false))
         case .changeVolume(let step):
             guard let volume = state.withLock({ Self.sound(in: $0).volume }) else { return command }
@@ -611,6 +627,15 @@ public final class GroupCast: Sendable {
 }
 
 extension GroupCast: PlayingCast {}
+
+/// What a member holds its sound back, in seconds, and how many of them beyond its protocol's typical.
+private struct HoldBack: Sendable {
+    let seconds: Double
+    let beyondProtocol: Double
+
+    /// The member's cue for a group heard from `instant`.
+    func cue(at instant: Date) -> PlayCue { PlayCue(at: instant, holdsBack: seconds, beyondProtocol: beyondProtocol) }
+}
 
 /// Where the group plays: the lead's latest status.
 private final class Place: Sendable {
@@ -629,8 +654,8 @@ private final class Place: Sendable {
 private final class StartTogether: Sendable {
     private struct State {
         var arrived: Set<Int> = []
-        /// What each member that arrived holds back, in seconds.
-        var holdsBack: [Int: Double] = [:]
+        /// What each member that arrived holds back.
+        var holdsBack: [Int: HoldBack] = [:]
         var left: Set<Int> = []
         var waiting: [CheckedContinuation<Bool, Never>] = []
         /// Once let go: whether to play (false: the cast was stopped first).
@@ -654,9 +679,9 @@ private final class StartTogether: Sendable {
     /// member has (or `longestWait` has passed) with its cue: the group plays as far after the members were let go as
     /// the one that holds back longest needs (a member that came late plays at once). Nil when the cast was stopped or
     /// its task cancelled first.
-    func arrive(_ member: Int, holdingBack seconds: Double) async -> PlayCue? {
+    func arrive(_ member: Int, holdingBack hold: HoldBack) async -> PlayCue? {
         let go = await withTaskGroup(of: Bool?.self) { group -> Bool in
-            group.addTask { await self.wait(member, holdingBack: seconds) }
+            group.addTask { await self.wait(member, holdingBack: hold) }
             group.addTask {
                 try? await Task.sleep(for: Self.longestWait)
                 return nil
@@ -673,13 +698,13 @@ private final class StartTogether: Sendable {
         }
         guard go, !Task.isCancelled else { return nil }
         let instant = state.withLock { state in
-            state.late.contains(member) ? nil : state.letGoAt?.addingTimeInterval(state.holdsBack.values.max() ?? 0)
+            state.late.contains(member) ? nil : state.letGoAt.map { GroupCast.instant(after: $0, holding: state.holdsBack.values) }
         }
-        return PlayCue(at: instant ?? Date().addingTimeInterval(seconds), holdsBack: seconds)
+        return hold.cue(at: instant ?? Date().addingTimeInterval(hold.seconds))
     }
 
     /// Waits at the gate until it is let go.
-    private func wait(_ member: Int, holdingBack seconds: Double) async -> Bool {
+    private func wait(_ member: Int, holdingBack hold: HoldBack) async -> Bool {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let outcome = state.withLock { state -> Bool? in
@@ -688,7 +713,7 @@ private final class StartTogether: Sendable {
                         return outcome
                     }
                     state.arrived.insert(member)
-                    state.holdsBack[member] = seconds
+                    state.holdsBack[member] = hold
                     state.waiting.append(continuation)
                     return nil
                 }
@@ -713,7 +738,7 @@ private final class StartTogether: Sendable {
 
     /// The seconds `member` was started ahead of those that hold nothing back (0 for a member that came late or joined:
     /// it starts where the group plays).
-    func heldBack(_ member: Int) -> Double { state.withLock { $0.late.contains(member) ? 0 : $0.holdsBack[member] ?? 0 } }
+    func heldBack(_ member: Int) -> Double { state.withLock { $0.late.contains(member) ? 0 : $0.holdsBack[member]?.seconds ?? 0 } }
 
     private func letGoIfAllArrived() {
         let all = state.withLock { $0.arrived.union($0.left).count >= count }

@@ -444,7 +444,7 @@ public actor QueueSession {
             let cue = await gate(controller.route)
             // Waiting for the others is no time this device took to start.
             loadedAt = .now
-            if let cue, !stopping { try await cue.play(controller) }
+            if let cue, !stopping { try await cue.play(controller, unless: { [weak self] in await self?.stopping ?? true }) }
         }
         // A stop asked for while the device took the item may have reached it before the item's play did, and the
         // device would play on with nobody to stop it: it is stopped again, now that it has the item.
@@ -501,13 +501,17 @@ public actor QueueSession {
     }
 
     public func play() async throws { try await playing().play() }
-    /// Plays on `cue`, together with other sessions played on it (a group's members after a pause).
-    public func play(_ cue: PlayCue) async throws { try await cue.play(playing()) }
+    /// Plays on `cue`, together with other sessions played on it (a group's members after a pause); not when stopped
+    /// meanwhile.
+    public func play(_ cue: PlayCue) async throws {
+        try await cue.play(playing(), unless: { [weak self] in await self?.stopping ?? true })
+    }
     public func pause() async throws { try await playing().pause() }
 
     /// Seeks within the current item (absolute or relative to the reported position). A converted
-    /// stream is reloaded from the new position, since devices cannot seek in it by bytes.
-    public func seek(_ target: SeekTarget) async throws {
+    /// stream is reloaded from the new position, since devices cannot seek in it by bytes: playing when `resuming`
+    /// (nil: unless it was paused as last reported).
+    public func seek(_ target: SeekTarget, resuming: Bool? = nil) async throws {
         let position = target.resolved(from: latest.position(at: Date()), duration: latest.duration)
         let controller = try playing()
         if current?.isLive == true {
@@ -517,7 +521,7 @@ public actor QueueSession {
             try await controller.seek(to: position)
             return
         }
-        let resume = latest.state != .paused
+        let resume = resuming ?? (latest.state != .paused)
         let reload = position > 0 ? current.starting(at: position) : current
         // The device's reports are about the reloaded URL from now on, even if starting it fails: the
         // session must follow them (a stop must still end the cast).

@@ -79,26 +79,33 @@ extension QueueSession {
 /// When a device is to play, so that several play together (a group's start, or its play after a pause or a seek):
 /// a device that is played when it is told is played at `playAt`, as much before the group's instant as it holds its
 /// sound back (`StartDelays`); one that can be told when to play (`RouteController.play(at:)`) is told the instant
-/// itself, `soundAt` (the reference, gmediarender, is heard within 5 ms of being played: bench/multiroom).
+/// itself, `soundAt`, less what it holds back beyond its protocol's typical (the reference, gmediarender, is heard within
+/// 5 ms of being played: bench/multiroom).
 public struct PlayCue: Sendable, Equatable {
     /// When the sound is to be heard (this machine's clock).
     public let soundAt: Date
     /// When to play a device that plays when it is told.
     public let playAt: Date
 
-    /// The cue of a device that holds its sound back `holdsBack` seconds, for a group heard from `instant`.
-    public init(at instant: Date, holdsBack: Double) {
-        soundAt = instant
+    /// The cue of a device that holds its sound back `holdsBack` seconds, `beyondProtocol` of them more than its
+    /// protocol's typical (`route group delay`), for a group heard from `instant`.
+    public init(at instant: Date, holdsBack: Double, beyondProtocol: Double = 0) {
+        soundAt = instant.addingTimeInterval(-beyondProtocol)
         playAt = instant.addingTimeInterval(-holdsBack)
     }
 
+    /// How far ahead of now a group's instant is set beyond what its members hold back: the time a command takes to
+    /// reach a device (a plugin, its receiver) before the instant must be known there.
+    public static let margin = 0.1
+
     /// Plays `controller` on this cue: told the instant when it can be, else played at `playAt` (at once when that
-    /// has passed).
+    /// has passed) unless `cancelled` says so by then.
     /// - Throws: the device's error; `CancellationError` when cancelled while it waits.
-    public func play(_ controller: any RouteController) async throws {
+    public func play(_ controller: any RouteController, unless cancelled: @Sendable () async -> Bool) async throws {
         if try await controller.play(at: soundAt) { return }
         let wait = playAt.timeIntervalSinceNow
         if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+        if await cancelled() { return }
         try await controller.play()
     }
 }

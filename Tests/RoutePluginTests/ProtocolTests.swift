@@ -175,8 +175,9 @@ import Testing
         // Held open for writing, as by a process that forked while it was written: exec says ETXTBSY until it closes.
         let held = open(wrapper, O_WRONLY | O_CLOEXEC)
         #expect(held >= 0)
-        Task {
-            try await Task.sleep(for: .milliseconds(300))
+        // Closed from a thread of its own: a task could wait behind other tests' for longer than the host tries.
+        Thread.detachNewThread {
+            usleep(300_000)
             close(held)
         }
         let (snapshots, sink) = AsyncStream<[MediaRoute]>.makeStream()
