@@ -17,6 +17,8 @@ final class AirPlayController: RouteController {
     private static let rtspThreads = BlockingThreads(name: "route-airplay-rtsp", count: 4)
     private let session = Mutex<Session?>(nil)
     private let item = Mutex<Item?>(nil)
+    /// The item queued on the streamer to follow the current one without a gap (`setNext`).
+    private let following = Mutex<MediaItem?>(nil)
     private let volume = Mutex(Volume())
     /// The streamer, handed to `run()` once SETUP made it.
     private let (streamers, streamerReady) = AsyncStream<RAOPStreamer>.makeStream()
@@ -66,6 +68,8 @@ final class AirPlayController: RouteController {
         var pausedAt: Double?
         /// How many times it was seeked: a description sent later tells no older place.
         var seeks = 0
+        /// Which of the streamer's items it is (they count up as queued ones follow without a gap).
+        var number = 0
     }
 
     /// The volume route set; the receiver keeps its own until route sets one (AirPlay has no way to ask it).
@@ -179,8 +183,18 @@ final class AirPlayController: RouteController {
         // Paused without a session (the receiver ended it): where it was paused.
         let streamer = session.withLock { $0?.streamer }
         guard let progress = streamer?.progress()
-                ?? item.withLock({ $0?.pausedAt }).map({ (position: $0, audible: false, phase: RAOPStreamer.Phase.paused) }) else { return }
+                ?? item.withLock({ $0?.pausedAt }).map({ (item: 0, position: $0, audible: false, phase: RAOPStreamer.Phase.paused) }) else { return }
         let level = volume.withLock { $0 }
+        let followed = item.withLock { item -> MediaItem? in
+            // The queued item is heard now: it is the item from here on.
+            guard let current = item, progress.item > current.number, let next = following.withLock({ $0 }) else { return nil }
+            following.withLock { $0 = nil }
+            item = Item(media: next, number: progress.item)
+            return next
+        }
+        if let followed, let current = session.withLock({ $0 }) {
+            describe.yield(Description(session: current, media: followed, next: current.streamer.itemTimestamp, position: 0, seeks: 0))
+        }
         let status = item.withLock { item -> PlaybackStatus? in
             guard var current = item, !current.final else { return nil }
             var status = PlaybackStatus(state: .loading, position: progress.position, duration: current.duration,
@@ -217,9 +231,10 @@ final class AirPlayController: RouteController {
             _ = current.streamer.pause()
             try await flush(current)
         }
-        item.withLock { $0 = Item(media: media, paused: !autoplay) }
         let first = current.streamer.next.timestamp
+        following.withLock { $0 = nil }
         current.streamer.start(source, at: 0)
+        item.withLock { $0 = Item(media: media, paused: !autoplay, number: current.streamer.progress().item) }
         if !autoplay { try await pause() }
         report()
         describe.yield(Description(session: current, media: media, next: first, position: 0, seeks: 0))
@@ -274,8 +289,11 @@ final class AirPlayController: RouteController {
         report()
     }
 
-    /// `date` on the clock the streamer's timeline runs on.
-    private static func onClock(_ date: Date) -> ContinuousClock.Instant { .now + .seconds(date.timeIntervalSinceNow) }
+    /// `date` on the clock the streamer's timeline runs on (within a day of now: `at` comes from the wire).
+    private static func onClock(_ date: Date) -> ContinuousClock.Instant {
+        let seconds = date.timeIntervalSinceNow
+        return .now + .seconds(seconds.isFinite ? min(86400, max(-86400, seconds)) : 0)
+    }
 
     /// Plays a paused item whose session the receiver ended: a new session, the item decoded again from where it
     /// was paused (a live one goes on), and what it is told again; heard at `instant` when given.
@@ -294,12 +312,14 @@ final class AirPlayController: RouteController {
             await tearDown { $0.uri == current.uri }
             throw error
         }
+        let first = current.streamer.next.timestamp
+        following.withLock { $0 = nil }
+        current.streamer.start(source, at: position, soundAt: instant.map(Self.onClock))
         item.withLock {
             $0?.paused = false
             $0?.pausedAt = nil
+            $0?.number = current.streamer.progress().item
         }
-        let first = current.streamer.next.timestamp
-        current.streamer.start(source, at: position, soundAt: instant.map(Self.onClock))
         report()
         describe.yield(Description(session: current, media: paused.media, next: first, position: position, seeks: item.withLock { $0?.seeks ?? 0 }))
     }
@@ -308,10 +328,19 @@ final class AirPlayController: RouteController {
         if let gone = lost() { throw gone }
         if item.withLock({ $0?.pausedAt != nil }) { return }
         let current = try requireSession()
-        _ = current.streamer.pause()
+        pauseStreamer(current)
         item.withLock { $0?.paused = true }
         try await flush(current)
         report()
+    }
+
+    /// Pauses the streamer, returning where it was heard; a queued item it forgot (paused just as it followed, before
+    /// it was heard) is forgotten here too: it is loaded when the item ends.
+    @discardableResult
+    private func pauseStreamer(_ current: Session) -> Double {
+        let position = current.streamer.pause()
+        if !current.streamer.hasQueued { following.withLock { $0 = nil } }
+        return position
     }
 
     func seek(to seconds: Double) async throws {
@@ -329,7 +358,7 @@ final class AirPlayController: RouteController {
             return report()
         }
         let current = try requireSession()
-        let position = current.streamer.pause()
+        let position = pauseStreamer(current)
         let playing = item.withLock { $0?.paused } == false
         try await flush(current)
         do {
@@ -404,7 +433,16 @@ final class AirPlayController: RouteController {
         try await sendVolume(unmuting: unmuting)
     }
 
-    func setNext(_ item: MediaItem) async throws -> Bool { false }
+    /// Queues `media` to follow the item on the same timeline, without a gap (as an album plays); false for a live
+    /// item, or when nothing plays or the item has ended (it is then loaded).
+    func setNext(_ media: MediaItem) async throws -> Bool {
+        guard !media.isLive, let current = session.withLock({ $0 }), following.withLock({ $0 == nil }),
+              item.withLock({ $0.map { !$0.final && $0.duration != nil && $0.pausedAt == nil } ?? false }) else { return false }
+        let source = try await rtsp { try PCMSource(url: media.url, mimeType: media.mimeType) }
+        guard current.streamer.queue(source) else { return false }
+        following.withLock { $0 = media }
+        return true
+    }
 
     func observe() async throws -> Bool { false }
 

@@ -68,11 +68,11 @@ final class PCMSource: @unchecked Sendable {
         gst_object_unref(pipeline)
     }
 
-    /// The next packet's samples (352 frames; the last one may be shorter), nil at the end. Waits at most `timeout`
-    /// seconds for the decoder, looking at GStreamer's messages every 0.2 s (a URL that fails fails at once).
+    /// The next packet's samples (352 frames, or `bytes` of them; the last one may be shorter), nil at the end. Waits
+    /// at most `timeout` seconds for the decoder, looking at GStreamer's messages every 0.2 s (a URL that fails fails at
+    /// once).
     /// - Throws: `LocalFailure` with GStreamer's words when decoding fails or stalls.
-    func nextPacket(timeout: Double = 10) throws -> Data? {
-        let size = Self.framesPerPacket * Self.bytesPerFrame
+    func nextPacket(bytes size: Int = framesPerPacket * bytesPerFrame, timeout: Double = 10) throws -> Data? {
         let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         // A live stream that came faster than it plays (the sound server's pushes and the silence filling a pause in

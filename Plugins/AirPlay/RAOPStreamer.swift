@@ -1,5 +1,6 @@
 // RAOPStreamer: the UDP side of one AirPlay 1 session — audio packets sent from a PCMSource on a timeline of route's
-// (heard soon after a start, or at an instant chosen for several receivers at once; sent further ahead as it plays), sync packets (ten a second in the first, then one),
+// (heard soon after a start, or at an instant chosen for several receivers at once; sent further ahead as it plays; a
+// queued item following the one before on it without a gap), sync packets (ten a second in the first, then one),
 // answers to the receiver's timing requests, packets resent when it asks — on threads of its own.
 
 import Foundation
@@ -45,7 +46,17 @@ final class RAOPStreamer: @unchecked Sendable {
         var packetsSinceResume = 0
         /// The packets since the resume that were the item's (its end decoded; silence follows them).
         var itemPackets: Int?
+        /// The item's position at `itemStart`: where a resume started it, or 0 for one that followed another.
         var positionAtResume = 0.0
+        /// The packet since the resume that begins the item (after the silent lead-in, or where the one before ended).
+        var itemStart = RAOPStreamer.leadIn
+        /// Which of the session's items is sent now: counts up each time a queued one follows without a gap.
+        var item = 0
+        /// The source queued to follow the item's end without a gap (`queue(_:)`).
+        var queued: PCMSource?
+        /// The item before, while the first of this one is not heard yet: its source, first packet and position there
+        /// (its end is still heard, and a pause goes back to it).
+        var previous: (source: PCMSource?, start: Int, position: Double)?
         /// A marker bit and a first sync packet are owed after a start or a flush.
         var fresh = true
         var source: PCMSource?
@@ -58,6 +69,7 @@ final class RAOPStreamer: @unchecked Sendable {
         var ran = false
 
         var isSending: Bool { if case .sending = phase { true } else { false } }
+        var isPaused: Bool { if case .paused = phase { true } else { false } }
         var isEnded: Bool { if case .ended = phase { true } else { false } }
         var isClosed: Bool { if case .closed = phase { true } else { false } }
     }
@@ -148,17 +160,28 @@ final class RAOPStreamer: @unchecked Sendable {
         lock.withLock {
             guard !state.isClosed else { return }
             state.source = source
+            state.queued = nil
+            state.previous = nil
             resume(at: position, soundAt: soundAt)
         }
         lock.broadcast()
     }
 
     /// Stops sending (the receiver is flushed by the caller); returns the position heard now, where a resume starts.
+    /// Paused before the first of an item that followed another was heard, it is the one before that is paused (where
+    /// it was heard), and the one that followed is forgotten: it is loaded again when that one ends.
     func pause() -> Double {
         lock.withLock {
-            let position = positionLocked(at: .now)
+            let now = ContinuousClock.now
+            let position = positionLocked(at: now)
             switch state.phase {
             case .sending, .ended:
+                if let previous = state.previous, now < playsAt(state.itemStart) {
+                    state.source = previous.source
+                    state.item -= 1
+                    state.itemStart = previous.start
+                }
+                state.previous = nil
                 state.phase = .paused
                 state.generation += 1
                 state.positionAtResume = position
@@ -166,6 +189,24 @@ final class RAOPStreamer: @unchecked Sendable {
             }
             return position
         }
+    }
+
+    /// Queues `source` to follow the item without a gap, on the same timeline; false when the item has ended already
+    /// or another is queued (the caller then loads it when the item ends).
+    func queue(_ source: PCMSource) -> Bool {
+        lock.withLock {
+            guard state.isSending || state.isPaused, state.queued == nil else { return false }
+            state.queued = source
+            return true
+        }
+    }
+
+    /// Whether an item is queued to follow (a pause just after one followed forgets it).
+    var hasQueued: Bool { lock.withLock { state.queued != nil } }
+
+    /// The RTP time of the current item's first frame (its place on the receiver's clock, for its progress).
+    var itemTimestamp: UInt32 {
+        lock.withLock { state.firstTimestamp &+ UInt32(truncatingIfNeeded: state.itemStart * PCMSource.framesPerPacket) }
     }
 
     /// Whether it is sending now (not paused, ended, failed or closed).
@@ -211,6 +252,7 @@ final class RAOPStreamer: @unchecked Sendable {
         state.firstTimestamp = state.timestamp
         state.packetsSinceResume = 0
         state.itemPackets = nil
+        state.itemStart = Self.leadIn
         state.positionAtResume = position
         state.fresh = true
     }
@@ -220,32 +262,41 @@ final class RAOPStreamer: @unchecked Sendable {
         lock.withLock {
             state.phase = .closed
             state.source = nil
+            state.queued = nil
+            state.previous = nil
         }
         lock.broadcast()
     }
 
-    /// Where the item is now, whether sound has reached the receiver's output yet, and what the sender does (ended
-    /// only once the last frame sent has been heard).
-    func progress() -> (position: Double, audible: Bool, phase: Phase) {
+    /// Which item is heard now (`item` counts the items that followed one another without a gap), where, whether
+    /// sound has reached the receiver's output yet, and what the sender does (ended only once the last frame sent has
+    /// been heard).
+    func progress() -> (item: Int, position: Double, audible: Bool, phase: Phase) {
         lock.withLock {
             let now = ContinuousClock.now
             let position = positionLocked(at: now)
+            let item = state.previous != nil && now < playsAt(state.itemStart) ? state.item - 1 : state.item
             // Ended once the last frame has been heard, and a moment more: a receiver's output runs a little behind
             // its clock, and a TEARDOWN then would cut the end.
             if case .ended = state.phase, let end = state.itemPackets, now < playsAt(end) + Self.endMargin {
-                return (position, true, .sending)
+                return (item, position, true, .sending)
             }
-            return (position, now >= playsAt(Self.leadIn), state.phase)
+            return (item, position, now >= playsAt(Self.leadIn), state.phase)
         }
     }
 
-    /// The position heard at `now`: from the resume point, the time since the first packet after the silent lead-in
-    /// played, within what was sent.
+    /// The position heard at `now`: from the item's first packet (after the silent lead-in at a resume), the time since
+    /// it played, within what was sent; the item before's while this one is not heard yet.
     private func positionLocked(at now: ContinuousClock.Instant) -> Double {
         if case .paused = state.phase { return state.positionAtResume }
-        let heard = (now - playsAt(Self.leadIn)) / .seconds(1)
-        let sent = Self.duration(ofPackets: (state.itemPackets ?? state.packetsSinceResume) - Self.leadIn) / .seconds(1)
-        return state.positionAtResume + max(0, min(sent, heard))
+        if let previous = state.previous, now < playsAt(state.itemStart) {
+            let heard = (now - playsAt(previous.start)) / .seconds(1)
+            return previous.position + max(0, min(Self.duration(ofPackets: state.itemStart - previous.start) / .seconds(1), heard))
+        }
+        let heard = (now - playsAt(state.itemStart)) / .seconds(1)
+        let sent = Self.duration(ofPackets: (state.itemPackets ?? state.packetsSinceResume) - state.itemStart) / .seconds(1)
+        // An item that followed another mid-packet begins a few frames into its first packet.
+        return max(0, state.positionAtResume + max(0, min(sent, heard)))
     }
 
     /// Whether a packet is to go: the item's, or after its end silence until its last packet has played — a receiver
@@ -342,18 +393,24 @@ final class RAOPStreamer: @unchecked Sendable {
                 lastSync = now
             }
             let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn || state.isEnded
+            let queued = state.queued
             let dropBacklog = !silent && state.dropBacklog
             if dropBacklog { state.dropBacklog = false }
             lock.unlock()
 
-            let decoded: Result<Data?, any Error> = silent ? .success(Self.silence) : decoding.withLock {
+            let decoded: Result<(samples: Data, following: Int)?, any Error> = silent ? .success((Self.silence, 0)) : decoding.withLock {
                 if dropBacklog { source?.dropBacklog() }
-                return Result { try source?.nextPacket() }
+                return Result { try Self.packet(from: source, then: queued) }
             }
 
             lock.lock()
-            // Paused, moved or closed while it decoded: that packet is not this resume's.
-            guard state.generation == generation, state.isSending || state.isEnded else { lock.unlock(); continue }
+            // Paused, moved or closed while it decoded: that packet is not this resume's (nor, when it began the queued
+            // item, is that item whole any more: it is loaded when this one ends).
+            guard state.generation == generation, state.isSending || state.isEnded else {
+                if case .success(let packet?) = decoded, packet.following > 0, state.queued === queued { state.queued = nil }
+                lock.unlock()
+                continue
+            }
             switch decoded {
             case .failure(let error):
                 state.phase = .failed("\(error)")
@@ -362,7 +419,17 @@ final class RAOPStreamer: @unchecked Sendable {
                 state.phase = .ended
                 state.itemPackets = state.packetsSinceResume
                 lock.unlock()
-            case .success(let samples?):
+            case .success(let (samples, following)?):
+                if following > 0 {
+                    // The queued item follows in this packet, on the same timeline: no flush, no lead-in, no gap. Its
+                    // first frame is the packet's (352 - following)th.
+                    state.previous = (source: state.source, start: state.itemStart, position: state.positionAtResume)
+                    state.source = queued
+                    state.queued = nil
+                    state.item += 1
+                    state.itemStart = state.packetsSinceResume
+                    state.positionAtResume = -Double(PCMSource.framesPerPacket - following) / Double(PCMSource.sampleRate)
+                }
                 let frame = RAOPPackets.alacFrame(samples)
                 let packet = RAOPPackets.audioPacket(sequence: state.sequence, timestamp: state.timestamp, ssrc: ssrc, marker: state.fresh,
                                                      payload: cipher.map { $0.encrypt(frame) } ?? frame)
@@ -376,6 +443,16 @@ final class RAOPStreamer: @unchecked Sendable {
                 send(packet, to: destination, from: sockets.audio)
             }
         }
+    }
+
+    /// The next packet of `source`; when it ends and `queued` follows, a short last packet topped up with the first of
+    /// `queued` (or, at its end, the first of `queued`), with how many frames of it the packet holds; nil at the end.
+    private static func packet(from source: PCMSource?, then queued: PCMSource?) throws -> (samples: Data, following: Int)? {
+        let full = PCMSource.framesPerPacket * PCMSource.bytesPerFrame
+        let samples = try source?.nextPacket()
+        guard let queued, (samples?.count ?? 0) < full else { return samples.map { ($0, 0) } }
+        guard let rest = try queued.nextPacket(bytes: full - (samples?.count ?? 0)) else { return samples.map { ($0, 0) } }
+        return ((samples ?? Data()) + rest, rest.count / PCMSource.bytesPerFrame)
     }
 
     /// Answers timing requests (timing socket) and resend requests (control socket) until closed.

@@ -152,6 +152,28 @@ extension LabTests {
             }
         }
 
+        /// Files of a queue follow one another on one timeline, as an album plays: nothing missing or added between
+        /// them, the cast moves on to the second as it is heard, and ends after it.
+        @Test func aQueuePlaysWithoutAGapBetweenItsFiles() async throws {
+            try await withReceiver { sandbox in
+                // Two seconds at 440 Hz, then two at 1760 Hz in a file of its own.
+                let (low, high) = (sandbox.root + "/low.wav", sandbox.root + "/high.wav")
+                for (path, hertz) in [(low, 440), (high, 1760)] {
+                    try await Fixtures.gst("audiotestsrc freq=\(hertz) num-buffers=100 samplesperbuffer=882 ! audio/x-raw,rate=44100,channels=2 ! "
+                                           + "audioconvert ! wavenc ! filesink location=OUT", to: path)
+                }
+                let casting = try sandbox.start(["cast", low, high, "--to", Self.name], environment: Self.airplay)
+                let result = await casting.finish(within: 20)
+                #expect(result.status == 0 && result.stdoutLines.contains("playing: high [2/2] on \(Self.name)")
+                        && result.stdoutLines.last == "ended: high [2/2] on \(Self.name)", "\(result)")
+                let output = try AirPlayOutput.read()
+                let gaps = output.gaps(longerThan: 0.004)
+                let (heardLow, heardHigh) = (output.heardSeconds(below: 1000), output.heardSeconds(above: 1000))
+                #expect(gaps.isEmpty && abs(heardLow - 2) < 0.05 && abs(heardHigh - 2) < 0.05,
+                        "shairport-sync played \(heardLow) s low and \(heardHigh) s high of 2 and 2, with gaps of \(gaps) s")
+            }
+        }
+
         /// A group of the lab's renderer and the receiver: the receiver is told when to play (an instant on the plugin's
         /// timeline, `session/play`'s `at`) at the start, after a pause and after a seek while playing, and plays each
         /// time; the seek's pause of every member is not said as the group's.

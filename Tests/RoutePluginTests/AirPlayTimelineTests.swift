@@ -10,7 +10,7 @@ import Testing
 @Suite struct AirPlayTimelineTests {
     @Test func anItemStartedForAnInstantIsHeardThenByTheSyncPacketsReckoning() async throws {
         try await withStreamer { streamer, receiver in
-            let source = try Self.silence()
+            let source = try await Self.silence()
             let asked = NTPTime.now().seconds(plus: 1.5), instant = ContinuousClock.now + .seconds(1.5)
             streamer.start(source, at: 0, soundAt: instant)
             let heard = try await receiver.firstItemFrameHeard()
@@ -21,12 +21,33 @@ import Testing
 
     @Test func anInstantAlreadyPastIsTakenAsSoonAsItCanBe() async throws {
         try await withStreamer { streamer, receiver in
-            let source = try Self.silence()
+            let source = try await Self.silence()
             let now = NTPTime.now().seconds(plus: 0)
             streamer.start(source, at: 0, soundAt: .now - .seconds(1))
             let heard = try await receiver.firstItemFrameHeard()
             // The receiver's own latency (0.25 s) and the silent lead-in come first: nothing is due before it could be sent.
             #expect(heard - now > 0.34, "heard \(heard - now) s from now")
+        }
+    }
+
+    @Test func aQueuedItemFollowsOnTheSameTimelineWithoutAGap() async throws {
+        try await withStreamer { streamer, receiver in
+            // Not a whole number of packets: the last packet of the first is topped up with the second's first frames.
+            let first = 22050 + 100
+            streamer.start(try await Self.wav("silent", frames: first, sample: 0), at: 0)
+            #expect(streamer.queue(try await Self.wav("loud", frames: 8820, sample: 0x1000)))
+            let packets = try await receiver.audioPackets { packets in packets.contains { $0.firstSound != nil } && packets.count >= 90 }
+            // One timeline: consecutive RTP times, the marker on the first packet alone (no flush between the items).
+            let times = packets.map { $0.bytes.big(at: 4) }
+            #expect(zip(times, times.dropFirst()).allSatisfy { $1 == $0 &+ 352 }, "\(times)")
+            #expect(packets.dropFirst().allSatisfy { $0.bytes[1] & 0x80 == 0 } && packets[0].bytes[1] & 0x80 != 0)
+            // The second item's first frame comes right after the first item's last: after the lead-in, `first` frames in.
+            let loud = try #require(packets.firstIndex { $0.firstSound != nil })
+            #expect(loud * 352 + packets[loud].firstSound! == RAOPStreamer.leadIn * 352 + first)
+            // It is said to be the item heard once its first frame is (the receiver's latency after it is sent).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while streamer.progress().item != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(streamer.progress().item == 1)
         }
     }
 
@@ -45,17 +66,28 @@ import Testing
         }
     }
 
-    /// Two seconds of silence, as the plugin decodes a file (the file is left for the decoder: the temporary folder's).
-    private static func silence() throws -> PCMSource {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("route-airplay-timeline-silence.wav").path
+    /// Two seconds of silence, as the plugin decodes a file.
+    private static func silence() async throws -> PCMSource { try await wav("silence", frames: 88200, sample: 0) }
+
+    /// A WAV of `frames` stereo frames all at `sample`, as the plugin decodes a file (the file is left for the decoder:
+    /// the temporary folder's). Made on a thread of its own: GStreamer's first start reads its registry for seconds,
+    /// which would hold one of the few threads every other test's tasks run on.
+    private static func wav(_ name: String, frames: Int, sample: Int16) async throws -> PCMSource {
+        try await withCheckedThrowingContinuation { done in
+            Thread.detachNewThread { done.resume(with: Result { try makeWAV(name, frames: frames, sample: sample) }) }
+        }
+    }
+
+    private static func makeWAV(_ name: String, frames: Int, sample: Int16) throws -> PCMSource {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("route-airplay-timeline-\(name)-\(frames).wav").path
         var wav = Data("RIFF".utf8)
-        let samples = 44100 * 2 * 4
-        wav.appendLittle(UInt32(36 + samples))
+        let bytes = frames * 4
+        wav.appendLittle(UInt32(36 + bytes))
         wav.append(Data("WAVEfmt ".utf8))
         for value: UInt32 in [16, 0x0002_0001, 44100, 44100 * 4, 0x0010_0004] { wav.appendLittle(value) }
         wav.append(Data("data".utf8))
-        wav.appendLittle(UInt32(samples))
-        wav.append(Data(count: samples))
+        wav.appendLittle(UInt32(bytes))
+        for _ in 0..<frames * 2 { Swift.withUnsafeBytes(of: sample.littleEndian) { wav.append(contentsOf: $0) } }
         try wav.write(to: URL(fileURLWithPath: path), options: .atomic)
         return try PCMSource(url: URL(fileURLWithPath: path).absoluteString, mimeType: "audio/wav")
     }
@@ -100,6 +132,13 @@ private struct FakeReceiver {
         return Double(seconds) + Double(fraction) / 4_294_967_296 + (frames + Double(RAOPStreamer.receiverLatency)) / Double(PCMSource.sampleRate)
     }
 
+    /// Audio packets as they come, until `enough` says so (within 5 s).
+    func audioPackets(until enough: ([AudioPacket]) -> Bool) async throws -> [AudioPacket] {
+        var packets: [AudioPacket] = []
+        while !enough(packets) { packets.append(AudioPacket(bytes: try await receive(on: audio) { $0.count >= 12 && $0[1] & 0x7F == RAOPPackets.audio })) }
+        return packets
+    }
+
     /// The first datagram on `fd` that `matches`, within 5 s (looked for every 2 ms: the streamer's threads are
     /// started from the cooperative pool, which a blocking wait would hold).
     private func receive(on fd: Int32, _ matches: ([UInt8]) -> Bool) async throws -> [UInt8] {
@@ -115,6 +154,26 @@ private struct FakeReceiver {
             if count > 0, matches(Array(buffer[0..<count])) { return Array(buffer[0..<count]) }
         }
         throw LocalFailure(description: "nothing came within 5 s")
+    }
+}
+
+/// An audio packet as sent (clear, uncompressed ALAC).
+private struct AudioPacket {
+    let bytes: [UInt8]
+
+    /// The first frame whose left sample is not silent, if any: the ALAC frame's samples follow its 23-bit header
+    /// (a whole packet's, 352 frames), 16 bits each, left and right.
+    var firstSound: Int? {
+        // A short frame (an item's last, with its frame count) is not read.
+        guard bytes.count >= 12 + (23 + 352 * 32 + 3 + 7) / 8 else { return nil }
+        return (0..<352).first { frame in
+            let bit = 12 * 8 + 23 + frame * 32
+            let value = (0..<16).reduce(0) { value, offset in
+                let at = bit + offset
+                return value << 1 | Int(bytes[at / 8] >> (7 - UInt8(at % 8)) & 1)
+            }
+            return value != 0
+        }
     }
 }
 
