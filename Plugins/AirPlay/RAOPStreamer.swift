@@ -340,12 +340,10 @@ final class RAOPStreamer: @unchecked Sendable {
 
     private static func onThread(_ name: String, _ body: @escaping @Sendable () -> Void) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
+            DetachedThread.start(name: name) {
                 body()
                 done.resume()
             }
-            thread.name = name
-            thread.start()
         }
     }
 

@@ -219,7 +219,8 @@ actor CastController: RouteController {
     /// Frames read on a thread of the connection's own, as messages; the stream ends with the connection.
     private static func messages(from link: TLSConnection) -> AsyncThrowingStream<CastMessage, any Error> {
         AsyncThrowingStream(bufferingPolicy: .bufferingOldest(backlog)) { continuation in
-            let reader = Thread {
+            continuation.onTermination = { _ in link.close() }
+            DetachedThread.start(name: "route-cast-read") {
                 var decoder = CastFrameDecoder()
                 do {
                     while let bytes = try link.receive() {
@@ -233,9 +234,6 @@ actor CastController: RouteController {
                     continuation.finish(throwing: error)
                 }
             }
-            reader.name = "route-cast-read"
-            continuation.onTermination = { _ in link.close() }
-            reader.start()
         }
     }
 

@@ -74,7 +74,7 @@ import Testing
     /// which would hold one of the few threads every other test's tasks run on.
     private static func wav(_ name: String, frames: Int, sample: Int16) async throws -> PCMSource {
         try await withCheckedThrowingContinuation { done in
-            Thread.detachNewThread { done.resume(with: Result { try makeWAV(name, frames: frames, sample: sample) }) }
+            DetachedThread.start(name: "route-test-wav") { done.resume(with: Result { try makeWAV(name, frames: frames, sample: sample) }) }
         }
     }
 

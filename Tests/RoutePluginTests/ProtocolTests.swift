@@ -176,7 +176,7 @@ import Testing
         let held = open(wrapper, O_WRONLY | O_CLOEXEC)
         #expect(held >= 0)
         // Closed from a thread of its own: a task could wait behind other tests' for longer than the host tries.
-        Thread.detachNewThread {
+        DetachedThread.start(name: "route-test-close") {
             usleep(300_000)
             close(held)
         }
