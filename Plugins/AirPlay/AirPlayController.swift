@@ -283,7 +283,7 @@ final class AirPlayController: RouteController {
         let position = current.streamer.progress().position
         // What was sent and not heard was flushed: it is decoded again from where it was heard. A live stream
         // cannot go back, and goes on.
-        if !live { try await rtsp { try current.streamer.reposition(to: position) } }
+        if !live, !current.streamer.isPositioned(at: position) { try await rtsp { try current.streamer.reposition(to: position) } }
         item.withLock { $0?.paused = false }
         current.streamer.resume(from: position, soundAt: instant.map(Self.onClock))
         report()
@@ -328,9 +328,12 @@ final class AirPlayController: RouteController {
         if let gone = lost() { throw gone }
         if item.withLock({ $0?.pausedAt != nil }) { return }
         let current = try requireSession()
-        pauseStreamer(current)
+        let position = pauseStreamer(current)
         item.withLock { $0?.paused = true }
         try await flush(current)
+        // The source is moved back to where it was heard now, so that a play (at an instant a group chose) need not wait
+        // for the seek; a play tries again when this fails.
+        if item.withLock({ $0?.duration != nil }) { try? await rtsp { try current.streamer.reposition(to: position) } }
         report()
     }
 

@@ -54,6 +54,8 @@ final class RAOPStreamer: @unchecked Sendable {
         var item = 0
         /// The source queued to follow the item's end without a gap (`queue(_:)`).
         var queued: PCMSource?
+        /// Where the source was moved while paused (a play from there needs no seek first).
+        var positioned: Double?
         /// The item before, while the first of this one is not heard yet: its source, first packet and position there
         /// (its end is still heard, and a pause goes back to it).
         var previous: (source: PCMSource?, start: Int, position: Double)?
@@ -88,8 +90,9 @@ final class RAOPStreamer: @unchecked Sendable {
     /// AirPlay's 1.4 Mbit/s; the receivers hold seconds).
     private static let catchUp = 4
     /// How far in the past a chosen timeline may begin: its first packets, sent at once, still reach the receiver before
-    /// they are due (the first plays the receiver's latency, 0.25 s, after the timeline begins).
-    private static let scheduleSlack = Duration.milliseconds(100)
+    /// they are due (the first plays the receiver's latency, 0.25 s, after the timeline begins; the item's first frame
+    /// after the lead-in, 0.35 s after).
+    private static let scheduleSlack = Duration.milliseconds(150)
     /// How long after its last frame is heard an item is said to have ended.
     private static let endMargin = Duration.milliseconds(300)
 
@@ -182,6 +185,7 @@ final class RAOPStreamer: @unchecked Sendable {
                     state.itemStart = previous.start
                 }
                 state.previous = nil
+                state.positioned = nil
                 state.phase = .paused
                 state.generation += 1
                 state.positionAtResume = position
@@ -218,8 +222,14 @@ final class RAOPStreamer: @unchecked Sendable {
     func reposition(to seconds: Double) throws {
         let source = lock.withLock { state.source }
         try decoding.withLock { try source?.seek(to: seconds) }
-        lock.withLock { state.positionAtResume = seconds }
+        lock.withLock {
+            state.positionAtResume = seconds
+            state.positioned = seconds
+        }
     }
+
+    /// Whether the source was moved to `seconds` while paused, and has not been read since.
+    func isPositioned(at seconds: Double) -> Bool { lock.withLock { state.positioned == seconds } }
 
     /// Sends again from `position` (the source has been moved there, or a live one goes on); its sound heard at
     /// `soundAt` when given (as soon as it can be when that is too soon).
@@ -241,6 +251,7 @@ final class RAOPStreamer: @unchecked Sendable {
 
     private func resume(at position: Double, soundAt: ContinuousClock.Instant?) {
         state.dropBacklog = true
+        state.positioned = nil
         state.phase = .sending
         state.generation += 1
         // The timeline that plays the item's first frame (after the silent lead-in) at `soundAt`; one that would have

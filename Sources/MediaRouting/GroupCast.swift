@@ -96,7 +96,7 @@ public final class GroupCast: Sendable {
         var corrected: [Int: ContinuousClock.Instant] = [:]
         /// The members a seek while playing paused (not the group's pause: unsaid) until each says it plays again.
         var regrouping: Set<Int> = []
-        /// Counts the commands to the group: a seek plays its members again only when no command came meanwhile.
+        /// Counts the commands to the group but volumes: a seek plays its members again only when none came meanwhile.
         var commands = 0
         /// Since when each member plays without a break (a device that just started or resumed may not take a seek yet,
         /// and its first reports lag).
@@ -509,9 +509,12 @@ public final class GroupCast: Sendable {
     public func perform(_ command: SessionCommand) async throws {
         let (playing, number) = state.withLock { state in
             if command == .stop { state.over = true }
-            // A command that comes while a seek regroups the members is the group's own: their pauses are said again.
-            state.regrouping = []
-            state.commands += 1
+            // A command that comes while a seek regroups the members (but a volume) is the group's own: their pauses
+            // are said again, and the seek does not play them over it.
+            if !command.isVolume {
+                state.regrouping = []
+                state.commands += 1
+            }
             // A seek, a pause or another item: each member says where it is a moment apart; none is out of step for it.
             if !command.isVolume { for member in Self.playing(in: state) { state.corrected[member.number] = .now } }
             return (Self.playing(in: state), state.commands)
@@ -675,7 +678,7 @@ private final class StartTogether: Sendable {
     /// hangs, does not hold the group; it plays when it has loaded).
     static let longestWait: Duration = .seconds(10)
 
-    /// Member `member` has its first item loaded, and holds its sound back `seconds` once played; returns when every
+    /// Member `member` has its first item loaded, and holds its sound back `hold` once played; returns when every
     /// member has (or `longestWait` has passed) with its cue: the group plays as far after the members were let go as
     /// the one that holds back longest needs (a member that came late plays at once). Nil when the cast was stopped or
     /// its task cancelled first.
