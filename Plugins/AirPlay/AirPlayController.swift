@@ -331,9 +331,11 @@ final class AirPlayController: RouteController {
         let position = pauseStreamer(current)
         item.withLock { $0?.paused = true }
         try await flush(current)
-        // The source is moved back to where it was heard now, so that a play (at an instant a group chose) need not wait
-        // for the seek; a play tries again when this fails.
-        if item.withLock({ $0?.duration != nil }) { try? await rtsp { try current.streamer.reposition(to: position) } }
+        // The source is moved back to where it was heard now (unless nothing was read from it: a load paused), so that a
+        // play (at an instant a group chose) need not wait for the seek; a play tries again when this fails.
+        if item.withLock({ $0?.duration != nil }), !current.streamer.isPositioned(at: position) {
+            try? await rtsp { try current.streamer.reposition(to: position) }
+        }
         report()
     }
 

@@ -54,7 +54,8 @@ final class RAOPStreamer: @unchecked Sendable {
         var item = 0
         /// The source queued to follow the item's end without a gap (`queue(_:)`).
         var queued: PCMSource?
-        /// Where the source was moved while paused (a play from there needs no seek first).
+        /// Where the source is, when nothing was read from it since it was made or moved there (a play from there needs
+        /// no seek first).
         var positioned: Double?
         /// The item before, while the first of this one is not heard yet: its source, first packet and position there
         /// (its end is still heard, and a pause goes back to it).
@@ -166,6 +167,7 @@ final class RAOPStreamer: @unchecked Sendable {
             state.queued = nil
             state.previous = nil
             resume(at: position, soundAt: soundAt)
+            state.positioned = position
         }
         lock.broadcast()
     }
@@ -185,7 +187,6 @@ final class RAOPStreamer: @unchecked Sendable {
                     state.itemStart = previous.start
                 }
                 state.previous = nil
-                state.positioned = nil
                 state.phase = .paused
                 state.generation += 1
                 state.positionAtResume = position
@@ -228,7 +229,7 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
-    /// Whether the source was moved to `seconds` while paused, and has not been read since.
+    /// Whether the source is at `seconds`: made or moved there, and not read since.
     func isPositioned(at seconds: Double) -> Bool { lock.withLock { state.positioned == seconds } }
 
     /// Sends again from `position` (the source has been moved there, or a live one goes on); its sound heard at
@@ -251,7 +252,6 @@ final class RAOPStreamer: @unchecked Sendable {
 
     private func resume(at position: Double, soundAt: ContinuousClock.Instant?) {
         state.dropBacklog = true
-        state.positioned = nil
         state.phase = .sending
         state.generation += 1
         // The timeline that plays the item's first frame (after the silent lead-in) at `soundAt`; one that would have
@@ -403,6 +403,7 @@ final class RAOPStreamer: @unchecked Sendable {
             }
             let generation = state.generation, source = state.source, silent = state.packetsSinceResume < Self.leadIn || state.isEnded
             let queued = state.queued
+            if !silent { state.positioned = nil }
             let dropBacklog = !silent && state.dropBacklog
             if dropBacklog { state.dropBacklog = false }
             lock.unlock()
