@@ -92,7 +92,7 @@ final class RAOPStreamer: @unchecked Sendable {
     private static let catchUp = 4
     /// How far in the past a chosen timeline may begin: its first packets, sent at once, still reach the receiver before
     /// they are due (the first plays the receiver's latency, 0.25 s, after the timeline begins; the item's first frame
-    /// after the lead-in, 0.35 s after).
+    /// after the lead-in, 0.35 s after). A group's instant leaves a command this long to reach the plugin.
     private static let scheduleSlack = Duration.milliseconds(150)
     /// How long after its last frame is heard an item is said to have ended.
     private static let endMargin = Duration.milliseconds(300)

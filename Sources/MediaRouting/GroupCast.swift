@@ -142,9 +142,10 @@ public final class GroupCast: Sendable {
     }
 
     /// When members let go at `base` are heard together: as far ahead as the one that holds its sound back longest
-    /// needs, and the margin a command needs to reach a device.
+    /// needs (a device told the instant takes a command's time to reach it out of that: AirPlay's plugin keeps an
+    /// instant it is told up to 0.15 s late).
     fileprivate static func instant(after base: Date, holding: some Sequence<HoldBack>) -> Date {
-        base.addingTimeInterval((holding.map(\.seconds).max() ?? 0) + PlayCue.margin)
+        base.addingTimeInterval(holding.map(\.seconds).max() ?? 0)
     }
 
     /// The devices of the group that play (or start) the queue now.

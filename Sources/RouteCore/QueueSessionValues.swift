@@ -94,11 +94,6 @@ public struct PlayCue: Sendable, Equatable {
         playAt = instant.addingTimeInterval(-holdsBack)
     }
 
-    /// How far ahead of now a group's instant is set beyond what its members hold back: the time a command takes to
-    /// reach a device (a plugin, its receiver) before the instant must be known there. (AirPlay's plugin takes an
-    /// instant up to 0.15 s late as well; together a quarter of a second.)
-    public static let margin = 0.05
-
     /// Plays `controller` on this cue: told the instant when it can be, else played at `playAt` (at once when that
     /// has passed) unless `cancelled` says so by then.
     /// - Throws: the device's error; `CancellationError` when cancelled while it waits.
