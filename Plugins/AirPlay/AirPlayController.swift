@@ -185,18 +185,10 @@ final class AirPlayController: RouteController {
         guard let progress = streamer?.progress()
                 ?? item.withLock({ $0?.pausedAt }).map({ (item: 0, position: $0, audible: false, phase: RAOPStreamer.Phase.paused) }) else { return }
         let level = volume.withLock { $0 }
-        let followed = item.withLock { item -> MediaItem? in
-            // The queued item is heard now: it is the item from here on.
-            guard let current = item, progress.item > current.number, let next = following.withLock({ $0 }) else { return nil }
-            following.withLock { $0 = nil }
-            item = Item(media: next, number: progress.item)
-            return next
-        }
-        if let followed, let current = session.withLock({ $0 }) {
-            describe.yield(Description(session: current, media: followed, next: current.streamer.itemTimestamp, position: 0, seeks: 0))
-        }
+        adoptFollowing(heard: progress.item)
         let status = item.withLock { item -> PlaybackStatus? in
-            guard var current = item, !current.final else { return nil }
+            // A progress read before the queued item was adopted is not about the item now.
+            guard var current = item, !current.final, streamer == nil || progress.item == current.number else { return nil }
             var status = PlaybackStatus(state: .loading, position: progress.position, duration: current.duration,
                                         volume: level.level, title: current.title)
             status.muted = level.level == nil ? nil : level.muted
@@ -339,12 +331,28 @@ final class AirPlayController: RouteController {
         report()
     }
 
-    /// Pauses the streamer, returning where it was heard; a queued item it forgot (paused just as it followed, before
-    /// it was heard) is forgotten here too: it is loaded when the item ends.
+    /// The queued item is the item from here on once the streamer says it is heard (`heard`: the streamer's item
+    /// heard now); the receiver is told what it is.
+    private func adoptFollowing(heard: Int) {
+        let followed = item.withLock { item -> MediaItem? in
+            guard let current = item, !current.final, heard > current.number, let next = following.withLock({ $0 }) else { return nil }
+            following.withLock { $0 = nil }
+            item = Item(media: next, paused: current.paused, number: heard)
+            return next
+        }
+        if let followed, let current = session.withLock({ $0 }) {
+            describe.yield(Description(session: current, media: followed, next: current.streamer.itemTimestamp, position: 0, seeks: 0))
+        }
+    }
+
+    /// Pauses the streamer, returning where it was heard. A queued item already heard is the item from now on; one it
+    /// forgot (paused just as it followed, before it was heard) is forgotten here too: it is loaded when the item ends.
     @discardableResult
     private func pauseStreamer(_ current: Session) -> Double {
         let position = current.streamer.pause()
-        if !current.streamer.hasQueued { following.withLock { $0 = nil } }
+        adoptFollowing(heard: current.streamer.progress().item)
+        let adopted = item.withLock { $0?.number } == current.streamer.progress().item
+        if adopted, !current.streamer.hasQueued { following.withLock { $0 = nil } }
         return position
     }
 
@@ -405,6 +413,7 @@ final class AirPlayController: RouteController {
     func stop() async throws {
         // A session the receiver closed a moment ago has nothing to flush.
         _ = lost()
+        following.withLock { $0 = nil }
         if let current = session.withLock({ $0 }) {
             _ = current.streamer.pause()
             do {
@@ -441,12 +450,19 @@ final class AirPlayController: RouteController {
     /// Queues `media` to follow the item on the same timeline, without a gap (as an album plays); false for a live
     /// item, or when nothing plays or the item has ended (it is then loaded).
     func setNext(_ media: MediaItem) async throws -> Bool {
+        func playing(_ item: Item?) -> (url: String, number: Int)? {
+            item.flatMap { !$0.final && $0.duration != nil && $0.pausedAt == nil ? ($0.url, $0.number) : nil }
+        }
         guard !media.isLive, let current = session.withLock({ $0 }), following.withLock({ $0 == nil }),
-              item.withLock({ $0.map { !$0.final && $0.duration != nil && $0.pausedAt == nil } ?? false }) else { return false }
+              let before = item.withLock({ playing($0) }) else { return false }
         let source = try await rtsp { try PCMSource(url: media.url, mimeType: media.mimeType) }
-        guard current.streamer.queue(source) else { return false }
-        following.withLock { $0 = media }
-        return true
+        // Loaded, stopped or moved on while the source was made: it is not this item's to follow.
+        return item.withLock { item in
+            guard let now = playing(item), now == before, session.withLock({ $0?.uri }) == current.uri, following.withLock({ $0 == nil }),
+                  current.streamer.queue(source) else { return false }
+            following.withLock { $0 = media }
+            return true
+        }
     }
 
     func observe() async throws -> Bool { false }

@@ -46,7 +46,8 @@ final class RAOPStreamer: @unchecked Sendable {
         var packetsSinceResume = 0
         /// The packets since the resume that were the item's (its end decoded; silence follows them).
         var itemPackets: Int?
-        /// The item's position at `itemStart`: where a resume started it, or 0 for one that followed another.
+        /// The item's position at `itemStart`: where a resume started it, or for one that followed another 0, less the
+        /// frames of the one before that its first packet holds.
         var positionAtResume = 0.0
         /// The packet since the resume that begins the item (after the silent lead-in, or where the one before ended).
         var itemStart = RAOPStreamer.leadIn
@@ -174,7 +175,7 @@ final class RAOPStreamer: @unchecked Sendable {
 
     /// Stops sending (the receiver is flushed by the caller); returns the position heard now, where a resume starts.
     /// Paused before the first of an item that followed another was heard, it is the one before that is paused (where
-    /// it was heard), and the one that followed is forgotten: it is loaded again when that one ends.
+    /// it was heard), and the one that followed is forgotten (whoever queued it loads it when that one ends).
     func pause() -> Double {
         lock.withLock {
             let now = ContinuousClock.now
@@ -196,8 +197,8 @@ final class RAOPStreamer: @unchecked Sendable {
         }
     }
 
-    /// Queues `source` to follow the item without a gap, on the same timeline; false when the item has ended already
-    /// or another is queued (the caller then loads it when the item ends).
+    /// Queues `source` to follow the item without a gap, on the same timeline (a paused item's too); false when the
+    /// item has ended already or another is queued (the caller then loads it when the item ends).
     func queue(_ source: PCMSource) -> Bool {
         lock.withLock {
             guard state.isSending || state.isPaused, state.queued == nil else { return false }
@@ -220,12 +221,18 @@ final class RAOPStreamer: @unchecked Sendable {
     /// Moves the source to `seconds` while paused: what was sent and not heard was flushed, so a resume decodes it
     /// again from there.
     /// - Throws: `LocalFailure` when the media cannot seek.
+    /// Nothing is done when it plays again, or has another source, by then (a play that came first).
     func reposition(to seconds: Double) throws {
         let source = lock.withLock { state.source }
-        try decoding.withLock { try source?.seek(to: seconds) }
-        lock.withLock {
-            state.positionAtResume = seconds
-            state.positioned = seconds
+        let still = { self.lock.withLock { (self.state.isPaused || self.state.isEnded) && self.state.source === source } }
+        try decoding.withLock {
+            guard still() else { return }
+            try source?.seek(to: seconds)
+            lock.withLock {
+                guard state.isPaused || state.isEnded, state.source === source else { return }
+                state.positionAtResume = seconds
+                state.positioned = seconds
+            }
         }
     }
 
@@ -252,6 +259,7 @@ final class RAOPStreamer: @unchecked Sendable {
 
     private func resume(at position: Double, soundAt: ContinuousClock.Instant?) {
         state.dropBacklog = true
+        state.previous = nil
         state.phase = .sending
         state.generation += 1
         // The timeline that plays the item's first frame (after the silent lead-in) at `soundAt`; one that would have
@@ -461,7 +469,8 @@ final class RAOPStreamer: @unchecked Sendable {
         let full = PCMSource.framesPerPacket * PCMSource.bytesPerFrame
         let samples = try source?.nextPacket()
         guard let queued, (samples?.count ?? 0) < full else { return samples.map { ($0, 0) } }
-        guard let rest = try queued.nextPacket(bytes: full - (samples?.count ?? 0)) else { return samples.map { ($0, 0) } }
+        // A queued item that cannot be decoded does not fail this one: it ends, and the other is loaded (and fails) then.
+        guard let rest = try? queued.nextPacket(bytes: full - (samples?.count ?? 0)) else { return samples.map { ($0, 0) } }
         return ((samples ?? Data()) + rest, rest.count / PCMSource.bytesPerFrame)
     }
 

@@ -482,7 +482,7 @@ public final class GroupCast: Sendable {
                     let soundChanged = before?.volume != status.playback.volume || before?.muted != status.playback.muted
                     // Paused for a seek: neither said nor where the group is (a member joining now would pause with it).
                     let regrouping = state.regrouping.contains(member.number) && status.playback.state == .paused
-                    if status.playback.state != .paused { state.regrouping.remove(member.number) }
+                    if status.playback.state == .playing || status.playback.isFinal { state.regrouping.remove(member.number) }
                     if leads, !regrouping { place.latest.withLock { $0 = status } }
                     if !regrouping, let shown = leads ? status : soundChanged ? place.latest.withLock({ $0 }) : nil {
                         tell(asTheGroups(shown, in: state), in: &state)
@@ -508,8 +508,9 @@ public final class GroupCast: Sendable {
     /// position.
     /// - Throws: the first member's error, when no member took it; a member that refuses while others take it is said.
     public func perform(_ command: SessionCommand) async throws {
-        let (playing, number) = state.withLock { state in
+        let (playing, number, wasRegrouping) = state.withLock { state in
             if command == .stop { state.over = true }
+            let wasRegrouping = !state.regrouping.isEmpty
             // A command that comes while a seek regroups the members (but a volume) is the group's own: their pauses
             // are said again, and the seek does not play them over it.
             if !command.isVolume {
@@ -518,7 +519,7 @@ public final class GroupCast: Sendable {
             }
             // A seek, a pause or another item: each member says where it is a moment apart; none is out of step for it.
             if !command.isVolume { for member in Self.playing(in: state) { state.corrected[member.number] = .now } }
-            return (Self.playing(in: state), state.commands)
+            return (Self.playing(in: state), state.commands, wasRegrouping)
         }
         // Stopped or paused before the members have started: none of them plays (a play plays them later).
         if command == .stop || command == .pause { start.callOff() }
@@ -530,7 +531,9 @@ public final class GroupCast: Sendable {
         switch decided {
         case .play:
             errors = await playTogether(playing)
-        case .seek(.absolute(let position)) where playing.count > 1 && [.playing, .loading].contains(leading.state) && leading.duration != nil:
+        // (A seek that comes while another regroups them finds them paused by it: they were playing.)
+        case .seek(.absolute(let position)) where playing.count > 1 && leading.duration != nil
+                && ([.playing, .loading].contains(leading.state) || wasRegrouping):
             // Each device takes its own time to sound after a seek (AirPlay's a third of a second more than a DLNA
             // renderer's): every member is paused (unsaid) and sought there, then all are played together — those whose
             // seek failed too, where they were — unless another command came meanwhile.

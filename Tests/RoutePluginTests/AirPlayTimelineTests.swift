@@ -51,6 +51,26 @@ import Testing
         }
     }
 
+    @Test func aQueuedItemThatCannotBeDecodedLetsTheItemBeforeItEndAsItShould() async throws {
+        try await withStreamer { streamer, _ in
+            streamer.start(try await Self.wav("short", frames: 13230, sample: 0), at: 0)
+            let broken = FileManager.default.temporaryDirectory.appendingPathComponent("route-airplay-timeline-not-audio-\(getpid()).wav").path
+            try Data("not a sound".utf8).write(to: URL(fileURLWithPath: broken))
+            defer { try? FileManager.default.removeItem(atPath: broken) }
+            #expect(streamer.queue(try PCMSource(url: URL(fileURLWithPath: broken).absoluteString, mimeType: "audio/wav")))
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                if case .sending = streamer.progress().phase { try await Task.sleep(for: .milliseconds(20)) } else { break }
+            }
+            // The first item ended (the queued one is loaded, and says what is wrong with it, in its own turn).
+            guard case .ended = streamer.progress().phase else {
+                Issue.record("the item before did not end: \(streamer.progress().phase)")
+                return
+            }
+            #expect(streamer.progress().item == 0)
+        }
+    }
+
     /// A streamer toward a receiver made of three UDP sockets on 127.0.0.1, its clock asked once (as a receiver
     /// does before it heeds sync packets); closed after `body`.
     private func withStreamer(_ body: (RAOPStreamer, FakeReceiver) async throws -> Void) async throws {
