@@ -544,6 +544,17 @@ public final class GroupCast: Sendable {
                 .map { (paused[$0.0], $0.1) }
             guard state.withLock({ $0.commands }) == number else { break }
             errors += await playTogether(paused.map { playing[$0] }).map { (paused[$0.0], $0.1) }
+        case .next where playing.count > 1:
+            // Each member would play the next file as soon as it has it (AirPlay 0.35 s after a DLNA renderer): each
+            // loads it, and all are played together, as at the start.
+            let together = StartTogether(members: playing.count), delays = making.delays
+            errors = await each(playing) { position, session in
+                let device = playing[position].device
+                try await session.next(playingOn: { route in
+                    await together.arrive(position, holdingBack: Self.holdsBack(device, on: route, delays: delays))
+                })
+            }
+            for (position, _) in errors { together.leave(position) }
         default:
             errors = await each(playing) { position, session in
                 try await session.perform(volumes.map { SessionCommand.setVolume($0[position]) } ?? decided)

@@ -76,6 +76,8 @@ public actor QueueSession {
     private var finished = false
     /// Whether `Options.beforeFirstPlay` was awaited.
     private var passedFirstPlay = false
+    /// Awaited, as `Options.beforeFirstPlay` is, by the next item this session loads (`next(playingOn:)`), once.
+    private var nextGate: (@Sendable (MediaRoute) async -> PlayCue?)?
     /// When `stop()` was first called: the device has `stopDeadline` from then to confirm.
     private var stopAsked: ContinuousClock.Instant?
     private var errors: [(index: Int, error: any Error)] = []
@@ -432,7 +434,8 @@ public actor QueueSession {
         shownSince = nil
         loadedAt = .now
         arrived()
-        let gate = passedFirstPlay ? nil : options.beforeFirstPlay
+        let gate = nextGate ?? (passedFirstPlay ? nil : options.beforeFirstPlay)
+        nextGate = nil
         do {
             try await controller.load(item, autoplay: gate == nil)
         } catch let error as RouteError where error.code == .mediaRefused && item.fallingBack() != nil {
@@ -559,6 +562,16 @@ public actor QueueSession {
         if let controller, (try? await controller.skipToNext()) == true { return }
         skipping = true
         try await playing().stop()
+    }
+
+    /// Skips to the next item, which is loaded, then waits at `gate` and plays on the cue it gives (nil: it is not
+    /// played): several sessions moving on together (a group's `next`). The device's own queue is not used (it would
+    /// move on at once).
+    public func next(playingOn gate: @escaping @Sendable (MediaRoute) async -> PlayCue?) async throws {
+        let controller = try playing()
+        nextGate = gate
+        skipping = true
+        try await controller.stop()
     }
 
     /// Stops playback and ends `run()`: when the device confirms the stop, or after `stopDeadline` when it
