@@ -1,6 +1,6 @@
 // GroupCast: one queue playing on several devices at once (a group a person keeps, or `--to A --to B`): each member
 // plays it as a QueuedCast of its own, all started together; every command reaches every member; a member that fails
-// or leaves is said once and the others play on; a play, and a seek while playing, start every member together again;
+// or leaves is said once and the others play on; a play, a seek while playing and a next start every member together;
 // a member can be added or removed while it plays, and one that left the network plays again once it answers; a member
 // whose position strays from the lead's is sought back.
 
@@ -538,9 +538,9 @@ public final class GroupCast: Sendable {
             // renderer's): every member is paused (unsaid) and sought there, then all are played together — those whose
             // seek failed too, where they were — unless another command came meanwhile.
             state.withLock { $0.regrouping.formUnion(playing.map(\.number)) }
-            errors = await each(playing) { session in try await session.pause() }
+            errors = await each(playing) { _, session in try await session.pause() }
             let paused = playing.indices.filter { index in !errors.contains { $0.0 == index } }
-            errors += await each(paused.map { playing[$0] }) { session in try await session.seek(.absolute(position), resuming: false) }
+            errors += await each(paused.map { playing[$0] }) { _, session in try await session.seek(.absolute(position), resuming: false) }
                 .map { (paused[$0.0], $0.1) }
             guard state.withLock({ $0.commands }) == number else { break }
             errors += await playTogether(paused.map { playing[$0] }).map { (paused[$0.0], $0.1) }
@@ -578,10 +578,6 @@ public final class GroupCast: Sendable {
             for await case let (position, error?) in group { errors.append((position, error)) }
             return errors
         }
-    }
-
-    private func each(_ members: [Member], _ action: @escaping @Sendable (QueueSession) async throws -> Void) async -> [(Int, any Error)] {
-        await each(members) { _, session in try await action(session) }
     }
 
     /// Plays `members` together: at one instant, as far ahead as the one that holds its sound back longest needs,
@@ -666,9 +662,10 @@ private final class Place: Sendable {
     }
 }
 
-/// The members' first plays, held until every member has its first item loaded (or has ended), then let go together,
-/// each with its cue: the one that holds its sound back longest first, each other later by as much less as it holds
-/// back, and a member that can be told when to play told the instant all are heard.
+/// The members' first plays (or, after a next, their plays of the next item), held until every member has the item
+/// loaded (or has ended), then let go together, each with its cue: the one that holds its sound back longest first,
+/// each other later by as much less as it holds back, and a member that can be told when to play told the instant all
+/// are heard.
 private final class StartTogether: Sendable {
     private struct State {
         var arrived: Set<Int> = []
