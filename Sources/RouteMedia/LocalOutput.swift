@@ -47,6 +47,10 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     private let playbin: UnsafeMutablePointer<GstElement>
     private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     private let state = Mutex(PlayerState())
+    /// Held by a command while it changes the pipeline and says so: the session that hears "stopped" loads the next
+    /// item at once, and that load must not run before the stop's own state change (which would undo it: the
+    /// item stayed "loading" on a pipeline left in READY).
+    private let commands = Mutex(())
 
     private struct PlayerState {
         var status = PlaybackStatus(state: .idle, volume: 1)
@@ -101,48 +105,52 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
         try checkOpen()
-        gst_element_set_state(playbin, GST_STATE_READY)
-        route_object_set_string(playbin, "uri", item.url)
-        publish {
-            $0 = PlaybackStatus(state: .loading, duration: item.duration, volume: $0.volume, title: item.title)
-            $0.itemURL = item.url
-            $0.position = 0
+        try commands.withLock { _ in
+            gst_element_set_state(playbin, GST_STATE_READY)
+            route_object_set_string(playbin, "uri", item.url)
+            publish {
+                $0 = PlaybackStatus(state: .loading, duration: item.duration, volume: $0.volume, title: item.title)
+                $0.itemURL = item.url
+                $0.position = 0
+            }
+            state.withLock { $0.wantsPlaying = autoplay }
+            try setState(autoplay ? GST_STATE_PLAYING : GST_STATE_PAUSED, command: "load")
         }
-        state.withLock { $0.wantsPlaying = autoplay }
-        try setState(autoplay ? GST_STATE_PLAYING : GST_STATE_PAUSED, command: "load")
     }
 
     func play() async throws {
         try checkOpen()
-        state.withLock { $0.wantsPlaying = true }
-        let restart = state.withLock { $0.status.state == .ended }
-        publish { if $0.isFinal { $0.state = .loading; $0.error = nil } }
-        if restart { try await seek(to: 0) }
-        try setState(GST_STATE_PLAYING, command: "play")
+        try commands.withLock { _ in
+            state.withLock { $0.wantsPlaying = true }
+            let restart = state.withLock { $0.status.state == .ended }
+            publish { if $0.isFinal { $0.state = .loading; $0.error = nil } }
+            if restart { try seekNow(to: 0) }
+            try setState(GST_STATE_PLAYING, command: "play")
+        }
     }
 
     func pause() async throws {
         try checkOpen()
-        state.withLock { $0.wantsPlaying = false }
-        try setState(GST_STATE_PAUSED, command: "pause")
+        try commands.withLock { _ in
+            state.withLock { $0.wantsPlaying = false }
+            try setState(GST_STATE_PAUSED, command: "pause")
+        }
     }
 
     func seek(to seconds: Double) async throws {
         try checkOpen()
-        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_KEY_UNIT.rawValue)
-        guard gst_element_seek_simple(playbin, GST_FORMAT_TIME, flags, gint64(seconds * GStreamer.second)) != 0 else {
-            throw RouteError.commandFailed(device: device.name, command: "seek", reason: "this media cannot seek there")
-        }
-        publish { $0.position = seconds }
+        try commands.withLock { _ in try seekNow(to: seconds) }
     }
 
     func stop() async throws {
         try checkOpen()
-        state.withLock { $0.wantsPlaying = false }
-        // Stopped first: the pipeline passes through PAUSED on its way down, and the bus thread would report that
-        // as "paused" before "stopped" (a final state ignores it).
-        publish { $0.state = .stopped }
-        gst_element_set_state(playbin, GST_STATE_READY)
+        commands.withLock { _ in
+            state.withLock { $0.wantsPlaying = false }
+            // Stopped first: the pipeline passes through PAUSED on its way down, and the bus thread would report that
+            // as "paused" before "stopped" (a final state ignores it).
+            publish { $0.state = .stopped }
+            gst_element_set_state(playbin, GST_STATE_READY)
+        }
     }
 
     func setVolume(_ level: Double) async throws {
@@ -178,6 +186,15 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
         if state.withLock({ $0.closed }) {
             throw RouteError.deviceUnreachable(device: device.name, reason: "the player was closed")
         }
+    }
+
+    /// Seeks the pipeline (a command holding `commands`).
+    private func seekNow(to seconds: Double) throws {
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_KEY_UNIT.rawValue)
+        guard gst_element_seek_simple(playbin, GST_FORMAT_TIME, flags, gint64(seconds * GStreamer.second)) != 0 else {
+            throw RouteError.commandFailed(device: device.name, command: "seek", reason: "this media cannot seek there")
+        }
+        publish { $0.position = seconds }
     }
 
     private func setState(_ target: GstState, command: String) throws {
