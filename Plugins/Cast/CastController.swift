@@ -41,6 +41,9 @@ actor CastController: RouteController {
     /// The URL of the item queued after the current one, until the receiver plays it.
     private var queuedURL: String?
     private var expectingStop = false
+    /// Loads begun: a stop answered after a load (the session heard the receiver say stopped and loaded the next item)
+    /// leaves the next item's app and status alone.
+    private var loads = 0
     private var lastHeard = ContinuousClock.now
     /// Whether the receiver has said anything but heartbeats on the current link (a link that only completed TLS, or
     /// answers PING and nothing else, proves nothing).
@@ -469,6 +472,7 @@ actor CastController: RouteController {
     // MARK: Commands
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
+        loads += 1
         let transport = try await mediaApp()
         linksAtLoad = links
         mediaSessionID = nil
@@ -567,12 +571,14 @@ actor CastController: RouteController {
     func stop() async throws {
         guard mediaSessionID != nil, !status.isFinal else { return }
         expectingStop = true
+        let asked = loads
         do {
             if launchedApp, let session = app?.sessionId {
                 let reply = try await request(CastNamespace.receiver, to: CastNamespace.receiverID, ["type": "STOP", "sessionId": session])
                 guard reply.type == "RECEIVER_STATUS" else {
                     throw RouteError.commandFailed(device: route.name, command: "STOP", reason: reply.failure)
                 }
+                guard loads == asked else { return }
                 app = nil
                 launchedApp = false
             } else {
@@ -583,7 +589,7 @@ actor CastController: RouteController {
             // connection the reply would have come on: it is stopped all the same.
             return
         }
-        if !status.isFinal {
+        if !status.isFinal, loads == asked {
             status.end(.stopped, because: .stopped)
             publish()
         }

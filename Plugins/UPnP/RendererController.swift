@@ -227,8 +227,11 @@ actor RendererController: RouteController {
     }
 
     func seek(to seconds: Double) async throws {
+        let asked = generation
         await describe()
         try await sendSeek(seconds)
+        // As for pause: an item loaded meanwhile does not take this one's position (the polls would seek it there).
+        guard generation == asked else { return }
         // Some renderers (gmediarender just after a Play) answer a seek and drop it: the next polls check.
         pendingSeek = (seconds, .now)
         status.position = seconds
