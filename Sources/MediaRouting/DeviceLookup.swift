@@ -113,6 +113,19 @@ extension DeviceLookup {
         return (DeviceGroup(name: targets.name, members: members.map(DeviceGroup.Member.init)).device(among: members), members)
     }
 
+    /// `device` as the router lists it again and `free` says no other cast of route's plays there (at once when it is
+    /// listed still: a device unplugged without a word stays listed until its announcement expires, and the group's next
+    /// try finds whether it answers): a group's member that left the network (`GroupCast`'s `comesBack`). Nil when the
+    /// router's list ends.
+    public static func listedAgain(_ device: MediaDevice, by router: MediaRouter,
+                                   free: @Sendable (MediaDevice) async -> Bool) async -> MediaDevice? {
+        let ids = Set(device.routes.map(\.id))
+        for await list in router.deviceUpdates() {
+            if let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }), await free(now) { return now }
+        }
+        return nil
+    }
+
     /// The delays set for `members` (`route group delay`), by device id; none when the groups file cannot be read (a
     /// broken file is said by `route group list`; the members then hold back what their protocols typically do).
     public static func delays(of members: [MediaDevice]) -> [String: Double] {

@@ -103,6 +103,16 @@ package enum OurCasts {
         ((try? await all(service: service, removingStale: false)) ?? []).contains { $0.plays(on: device) }
     }
 
+    /// Whether one of ours other than the `route cast` in this process that plays on `own` plays on `device` (a group's
+    /// member back on the network: the group's own socket lists it still).
+    package static func play(on device: MediaDevice, service: Bool, besides own: MediaDevice) async -> Bool {
+        let ownSocket = SessionDirectory.socket(for: own)
+        return ((try? await all(service: service, removingStale: false)) ?? []).contains { cast in
+            if case .socket(let path) = cast.reach, path == ownSocket { return false }
+            return cast.plays(on: device)
+        }
+    }
+
     /// Throws when one of ours plays on `device` already.
     /// - Throws: `RouteError`: `commandFailed` saying how to stop it; `notSetUp` when the runtime directory is not private.
     package static func checkFree(_ device: MediaDevice, service: Bool) async throws {

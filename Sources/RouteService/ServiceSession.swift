@@ -112,7 +112,7 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         let path = path
         let cast: Played = if let group {
             .group(try GroupCast(probes, on: devices, as: group, router: router, settings: settings, delays: delays, servers: servers,
-                                 comesBack: { device in await Self.listedAgain(device, by: router) { await !taken($0, path) } }))
+                                 comesBack: { device in await DeviceLookup.listedAgain(device, by: router) { await !taken($0, path) } }))
         } else {
             .movable(try MovableCast(probes, on: devices[0], router: router, settings: settings, servers: servers))
         }
@@ -160,17 +160,6 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         try await cast.move(to: device)
     }
 
-    /// `device` as the router lists it again and `free` says no other cast of route's plays there (at once when it is
-    /// listed still: a device unplugged without a word stays listed until its announcement expires, and the group's next
-    /// try finds whether it answers).
-    private static func listedAgain(_ device: MediaDevice, by router: MediaRouter,
-                                    free: @Sendable (MediaDevice) async -> Bool) async -> MediaDevice? {
-        let ids = Set(device.routes.map(\.id))
-        for await list in router.deviceUpdates() {
-            if let now = list.first(where: { !ids.isDisjoint(with: $0.routes.map(\.id)) }), await free(now) { return now }
-        }
-        return nil
-    }
 
     /// Adds the device `query` names to a group's session (`GroupCast.add`), or takes it out.
     /// - Throws: `RouteError` when the session is not a group's, no device answers to `query`, another of route's casts

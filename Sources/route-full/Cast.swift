@@ -41,15 +41,22 @@ enum Cast {
             let code: ExitCode
             if let targets = GroupTargets(parsed) {
                 let timeout = try CommonOptions.timeout(parsed), via = parsed["via"]
-                let (group, members) = try await router.discovering {
-                    try await DeviceLookup.findGroup(targets, router: router, providers: router.providers, timeout: timeout, via: via,
-                                                     say: { printError("route cast: \($0)") }, found: { CastTerminal.sayMeaning(of: $0, $1) })
+                // Discovery runs while the group plays: a member that left the network plays again once it is listed
+                // again (and no other cast of ours took it meanwhile).
+                code = try await router.discovering {
+                    let (group, members) = try await DeviceLookup.findGroup(
+                        targets, router: router, providers: router.providers, timeout: timeout, via: via,
+                        say: { printError("route cast: \($0)") }, found: { CastTerminal.sayMeaning(of: $0, $1) })
+                    await probes.playing(on: members[0])
+                    _ = try await probes.info(0)
+                    let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings,
+                                             delays: DeviceLookup.delays(of: members), log: CLILog.root, comesBack: { device in
+                                                 await DeviceLookup.listedAgain(device, by: router) {
+                                                     await !OurCasts.play(on: $0, service: ServiceMode.mayAsk, besides: group)
+                                                 }
+                                             })
+                    return try await play(cast, on: members, shownAs: group, probes: probes)
                 }
-                await probes.playing(on: members[0])
-                _ = try await probes.info(0)
-                let cast = try GroupCast(probes, on: members, as: group, router: router, settings: options.settings,
-                                         delays: DeviceLookup.delays(of: members), log: CLILog.root)
-                code = try await play(cast, on: members, shownAs: group, probes: probes)
             } else {
                 let device = try await DeviceChoice.resolve(parsed, router: router, providers: router.providers)
                 await probes.playing(on: device)
