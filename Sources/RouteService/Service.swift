@@ -101,24 +101,38 @@ package final class RouteService: Sendable {
 
     // MARK: Devices
 
+    /// Tells clients of every change to the device list: the router's, and the groups kept (`route group add`, or
+    /// groups.json edited by hand).
     private func followDevices() async {
-        for await found in router.deviceUpdates() {
-            // The groups the user keeps are devices too (kind group), after the others.
-            let list = DeviceGroups.listed(with: found)
-            let previous = state.withLock { state in
-                defer { state.devices = list }
-                return Dictionary(state.devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        // One reader: each change is told whole before the next (nil: the groups changed, not the router's list).
+        let (changes, change) = AsyncStream<[MediaDevice]?>.makeStream()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await found in self.router.deviceUpdates() { change.yield(found) }
+                change.finish()
             }
-            let now = Set(list.map(\.id))
-            for device in list where previous[device.id] != device {
-                guard let value = try? DBusCoding.encode(device) else { continue }
-                emit(previous[device.id] == nil ? "DeviceFound" : "DeviceChanged", [value])
-            }
-            for id in previous.keys where !now.contains(id) { emit("DeviceLost", [.string(id)]) }
-            sinks.devicesChanged(found)
-            bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
-                                      changed: ["Devices": devicesValue(list)])
+            group.addTask { for await _ in FileChanges.of(DeviceGroups.file) { change.yield(nil) } }
+            for await found in changes { devicesChanged(found ?? router.devices) }
+            group.cancelAll()
         }
+    }
+
+    private func devicesChanged(_ found: [MediaDevice]) {
+        // The groups the user keeps are devices too (kind group), after the others.
+        let list = DeviceGroups.listed(with: found)
+        let previous = state.withLock { state in
+            defer { state.devices = list }
+            return Dictionary(state.devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        let now = Set(list.map(\.id))
+        for device in list where previous[device.id] != device {
+            guard let value = try? DBusCoding.encode(device) else { continue }
+            emit(previous[device.id] == nil ? "DeviceFound" : "DeviceChanged", [value])
+        }
+        for id in previous.keys where !now.contains(id) { emit("DeviceLost", [.string(id)]) }
+        sinks.devicesChanged(found)
+        bus.emitPropertiesChanged(path: RouteServiceAPI.managerPath, interface: RouteServiceAPI.managerInterface,
+                                  changed: ["Devices": devicesValue(list)])
     }
 
     private func devicesValue(_ devices: [MediaDevice]) -> DBusValue {
