@@ -229,8 +229,9 @@ actor RendererController: RouteController {
     func seek(to seconds: Double) async throws {
         let asked = generation
         await describe()
+        // As for pause: an item loaded meanwhile is not sought, nor given this one's position (the polls would seek it).
+        guard generation == asked else { return }
         try await sendSeek(seconds)
-        // As for pause: an item loaded meanwhile does not take this one's position (the polls would seek it there).
         guard generation == asked else { return }
         // Some renderers (gmediarender just after a Play) answer a seek and drop it: the next polls check.
         pendingSeek = (seconds, .now)

@@ -98,15 +98,10 @@ package enum OurCasts {
     }
 
     /// Whether one of ours plays on `device`: a `route cast` whose socket is there counts even when it does not answer
-    /// (stopped with Ctrl-Z, say); a service session that does not answer has ended.
-    package static func play(on device: MediaDevice, service: Bool) async -> Bool {
-        ((try? await all(service: service, removingStale: false)) ?? []).contains { $0.plays(on: device) }
-    }
-
-    /// Whether one of ours other than the `route cast` in this process that plays on `own` plays on `device` (a group's
-    /// member back on the network: the group's own socket lists it still).
-    package static func play(on device: MediaDevice, service: Bool, besides own: MediaDevice) async -> Bool {
-        let ownSocket = SessionDirectory.socket(for: own)
+    /// (stopped with Ctrl-Z, say); a service session that does not answer has ended. With `own`, the `route cast` in
+    /// this process that plays on `own` does not count (a group's member back on the network: its socket lists it still).
+    package static func play(on device: MediaDevice, service: Bool, besides own: MediaDevice? = nil) async -> Bool {
+        let ownSocket = own.map(SessionDirectory.socket(for:))
         return ((try? await all(service: service, removingStale: false)) ?? []).contains { cast in
             if case .socket(let path) = cast.reach, path == ownSocket { return false }
             return cast.plays(on: device)

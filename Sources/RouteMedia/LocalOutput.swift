@@ -47,9 +47,9 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     private let playbin: UnsafeMutablePointer<GstElement>
     private let updates = Broadcast<PlaybackStatus>(initial: PlaybackStatus(state: .idle))
     private let state = Mutex(PlayerState())
-    /// Held by a command while it changes the pipeline and says so: the session that hears "stopped" loads the next
-    /// item at once, and that load must not run before the stop's own state change (which would undo it: the
-    /// item stayed "loading" on a pipeline left in READY).
+    /// Held by a command (and the close) while it changes the pipeline and says so: the session that hears "stopped"
+    /// loads the next item at once, and that load must not run before the stop's own state change (which would undo
+    /// it: the item stayed "loading" on a pipeline left in READY).
     private let commands = Mutex(())
 
     private struct PlayerState {
@@ -104,8 +104,8 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     func statusUpdates() -> AsyncStream<PlaybackStatus> { updates.subscribe() }
 
     func load(_ item: MediaItem, autoplay: Bool) async throws {
-        try checkOpen()
         try commands.withLock { _ in
+            try checkOpen()
             gst_element_set_state(playbin, GST_STATE_READY)
             route_object_set_string(playbin, "uri", item.url)
             publish {
@@ -119,8 +119,8 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     }
 
     func play() async throws {
-        try checkOpen()
         try commands.withLock { _ in
+            try checkOpen()
             state.withLock { $0.wantsPlaying = true }
             let restart = state.withLock { $0.status.state == .ended }
             publish { if $0.isFinal { $0.state = .loading; $0.error = nil } }
@@ -130,21 +130,23 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     }
 
     func pause() async throws {
-        try checkOpen()
         try commands.withLock { _ in
+            try checkOpen()
             state.withLock { $0.wantsPlaying = false }
             try setState(GST_STATE_PAUSED, command: "pause")
         }
     }
 
     func seek(to seconds: Double) async throws {
-        try checkOpen()
-        try commands.withLock { _ in try seekNow(to: seconds) }
+        try commands.withLock { _ in
+            try checkOpen()
+            try seekNow(to: seconds)
+        }
     }
 
     func stop() async throws {
-        try checkOpen()
-        commands.withLock { _ in
+        try commands.withLock { _ in
+            try checkOpen()
             state.withLock { $0.wantsPlaying = false }
             // Stopped first: the pipeline passes through PAUSED on its way down, and the bus thread would report that
             // as "paused" before "stopped" (a final state ignores it).
@@ -170,10 +172,13 @@ final class LocalPlayer: RouteController, @unchecked Sendable {
     }
 
     func close() async {
-        let wasOpen = state.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
-        guard wasOpen else { return }
-        gst_element_set_state(playbin, GST_STATE_NULL)
-        updates.finish()
+        // A command waiting for `commands` finds the player closed: nothing plays after the close.
+        let wasOpen = commands.withLock { _ in
+            let wasOpen = state.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
+            if wasOpen { gst_element_set_state(playbin, GST_STATE_NULL) }
+            return wasOpen
+        }
+        if wasOpen { updates.finish() }
     }
 
     deinit {

@@ -112,7 +112,13 @@ package final class RouteService: Sendable {
                 change.finish()
             }
             group.addTask { for await _ in FileChanges.of(DeviceGroups.file) { change.yield(nil) } }
-            for await found in changes { devicesChanged(found ?? router.devices) }
+            // The router's list as last read here (not as it is now: a newer one waiting in the stream would come
+            // after, and the list would step back for a moment).
+            var latest = router.devices
+            for await found in changes {
+                if let found { latest = found }
+                devicesChanged(latest)
+            }
             group.cancelAll()
         }
     }

@@ -160,7 +160,6 @@ final class ServiceSession: Sendable, DBusObjectHandler {
         try await cast.move(to: device)
     }
 
-
     /// Adds the device `query` names to a group's session (`GroupCast.add`), or takes it out.
     /// - Throws: `RouteError` when the session is not a group's, no device answers to `query`, another of route's casts
     ///   plays there, or the group refuses (it plays there already; the last device cannot be taken out).

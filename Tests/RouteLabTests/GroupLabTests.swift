@@ -1,7 +1,8 @@
 // GroupLabTests: one cast on two renderers at once in the lab — a group kept, listed, cast to by name, paused, played,
 // sought (paused and playing), moved to its next file and stopped on both, and forgotten; a member that vanishes
 // mid-cast leaves the other playing and plays again once it is back; and through the route service, a group as one
-// session (detached, each member's volume and the group's, paused and stopped, not moved) and --to twice.
+// session (detached, each member's volume and the group's, paused and stopped, not moved), --to twice, and a group
+// kept or forgotten told to clients at once.
 
 import Foundation
 import RouteCore
