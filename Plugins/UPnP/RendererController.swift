@@ -151,6 +151,9 @@ actor RendererController: RouteController {
         status.itemURL = item.url
         durationIsProbed = item.duration != nil
         nextItem = nil
+        // A seek of the item before is not checked against this one (the polls would seek it there: a group's `next`
+        // within 3 s of a seek played the next file from where the seek went, and it ended early).
+        pendingSeek = nil
         positionAt = .now
         sawPlaying = false
         sawOurURI = false
