@@ -642,6 +642,8 @@ public final class GroupCast: Sendable {
 
 extension GroupCast: PlayingCast {}
 
+extension GroupCast: MemberCommandTaker {}
+
 /// What a member holds its sound back, in seconds, and how many of them beyond its protocol's typical.
 private struct HoldBack: Sendable {
     let seconds: Double

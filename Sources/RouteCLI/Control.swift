@@ -86,13 +86,22 @@ package enum Control {
     }
 
     /// The answering side, inside `route cast`: applies a request to the session.
-    /// `commands` take the command (the session by default; a group cast's reach every member), `device` is the one
-    /// the reply names (the session's by default; a group's), `members` a group's devices (each taken by the cast).
+    /// `commands` take the command (the session by default; a group cast's reach every member, or the one a request
+    /// names), `device` is the one the reply names (the session's by default; a group's), `members` a group's devices
+    /// (each taken by the cast).
     package static func handle(_ request: ControlRequest, session: QueueSession, commands: (any SessionCommandTaker)? = nil,
                                device: MediaDevice? = nil, members: [MediaDevice] = []) async -> ControlReply {
         let device = device ?? session.device
         do {
-            if let command = request.command { try await (commands ?? session).perform(command) }
+            if let command = request.command, let id = request.member {
+                // A group's member alone (its volume, its mute).
+                guard let group = commands as? any MemberCommandTaker, let member = members.first(where: { $0.id == id }) else {
+                    throw RouteError(.commandFailed, "no device of that id plays in \(device.name)", device: device.name, reason: "not a member")
+                }
+                try await group.perform(command, on: member)
+            } else if let command = request.command {
+                try await (commands ?? session).perform(command)
+            }
             let status = await session.playback
             return ControlReply(ok: true, device: device, title: status.title, status: status, members: members.isEmpty ? nil : members)
         } catch {

@@ -289,7 +289,7 @@ package enum Specs {
             options: [CommonOptions.to] + extra,
             details: "Reaches the `route cast` playing on that device. Without --to: the only running cast."
                 + (name == "volume" || name == "mute" ? " A group's volume is its loudest device's; setting it keeps the others' balance."
-                   + " --to one device of a group that plays through the route service sets that device's alone." : "")
+                   + " --to one device of a group sets that device's alone." : "")
                 + (name == "status" ? " When no cast of route's plays on the --to device, it is found on the network (within --timeout"
                    + " seconds) and what it plays is shown, whichever controller started it." : ""),
             examples: [example]), name)

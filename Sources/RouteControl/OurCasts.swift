@@ -33,14 +33,13 @@ package struct OurCast: Sendable {
         }
     }
 
-    /// Sets the volume or mute of the member on `member` alone (a group's session of the service's).
-    /// - Throws: `RouteError` when the cast is not the service's, or the service refuses.
+    /// Sets the volume or mute of the member on `member` alone (a group's cast).
+    /// - Throws: `RouteError` when the cast refuses (the command is not a volume's; the member left).
     package func perform(_ command: SessionCommand, onMember member: MediaDevice) async throws {
-        guard case .service(let session) = reach else {
-            throw RouteError(.unsupported, "\(device.name) plays in a `route cast` of its own: a member's volume is set through the route service",
-                             device: member.name, reason: "its group plays outside the route service")
+        switch reach {
+        case .socket(let path): _ = try await ask(path, ControlRequest(command, member: member.id))
+        case .service(let session): try await session.perform(command, onMember: member.id)
         }
-        try await session.perform(command, onMember: member.id)
     }
 
     /// What plays now (its position as of now).

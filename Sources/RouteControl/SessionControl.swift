@@ -11,10 +11,13 @@ import Synchronization
 package struct ControlRequest: Codable {
     /// The command, in the vocabulary every way in shares; nil asks what the cast plays.
     package var command: SessionCommand?
+    /// The id of the group's member the command is for alone (a volume or mute); nil: the whole cast.
+    package var member: String?
 
-    /// A request to a running cast.
-    package init(_ command: SessionCommand? = nil) {
+    /// A request to a running cast (for its member `member` alone, when given).
+    package init(_ command: SessionCommand? = nil, member: String? = nil) {
         self.command = command
+        self.member = member
     }
 }
 

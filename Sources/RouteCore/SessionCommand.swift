@@ -74,6 +74,14 @@ public protocol SessionCommandTaker: Sendable {
     func perform(_ command: SessionCommand) async throws
 }
 
+/// What also takes a command for one of its devices alone: a group's cast (a member's volume and mute).
+public protocol MemberCommandTaker: SessionCommandTaker {
+    /// Does `command` on the member playing on `device` alone.
+    /// - Throws: `RouteError` when the command acts on the whole group, `device` does not play in it, or the device
+    ///   refuses it.
+    func perform(_ command: SessionCommand, on device: MediaDevice) async throws
+}
+
 extension QueueSession: SessionCommandTaker {
     public func perform(_ command: SessionCommand) async throws {
         switch command {
