@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "RouteCoreTests", dependencies: ["RouteCore", "RouteTestSupport"], swiftSettings: swift6),
         .testTarget(name: "RouteMediaTests", dependencies: ["RouteMedia", "RouteTestSupport"], swiftSettings: swift6),
         // The CLI's own tests (arguments, help, the terminal, exit codes), running the built route.
-        .testTarget(name: "RouteCLITests", dependencies: ["RouteCLI", "RouteClient", "RouteCore", "RouteMedia", "RouteTestSupport"],
+        .testTarget(name: "RouteCLITests", dependencies: ["RouteCLI", "RouteClient", "RouteControl", "RouteCore", "RouteMedia", "RouteTestSupport"],
                     swiftSettings: swift6),
         // End to end against real peers in the lab (scripts/lab): renderers, Cast receivers, sound servers, a display.
         .testTarget(name: "RouteLabTests", dependencies: ["RouteCore", "UPnPProvider", "MediaRouting", "NowPlaying", "RouteTestSupport"],

@@ -480,6 +480,8 @@ actor RendererController: RouteController {
     private func advance(to next: MediaItem) {
         nextItem = nil
         advances += 1
+        // As in load: a seek of the item before is not checked against this one.
+        pendingSeek = nil
         let muted = status.muted
         status = PlaybackStatus(state: .playing, duration: next.duration, volume: status.volume, title: next.title)
         status.muted = muted

@@ -23,6 +23,16 @@ package struct OurCast: Sendable {
     /// A group's members as they play (a session of the service's: each with its own volume; a `route cast`'s: the
     /// devices alone); none for a cast on one device.
     package var members: [RouteServiceAPI.SessionMember] = []
+    /// Whether it takes a command for one member alone (every service session; a `route cast` as new as this one).
+    package var takesMemberCommands = true
+
+    /// The cast on `device`, reached by `reach`, with a group's `members`.
+    package init(device: MediaDevice, reach: Reach, members: [RouteServiceAPI.SessionMember] = [], takesMemberCommands: Bool = true) {
+        self.device = device
+        self.reach = reach
+        self.members = members
+        self.takesMemberCommands = takesMemberCommands
+    }
 
     /// Sends `command` to the cast.
     /// - Throws: `RouteError` when the device refuses the command or the cast does not answer.
@@ -37,7 +47,12 @@ package struct OurCast: Sendable {
     /// - Throws: `RouteError` when the cast refuses (the command is not a volume's; the member left).
     package func perform(_ command: SessionCommand, onMember member: MediaDevice) async throws {
         switch reach {
-        case .socket(let path): _ = try await ask(path, ControlRequest(command, member: member.id))
+        case .socket(let path):
+            guard takesMemberCommands else {
+                throw RouteError(.unsupported, "the `route cast` playing on \(device.name) is older than this route: it sets only the whole group's volume (start the cast again to set one device's)",
+                                 device: member.name, reason: "its `route cast` is older")
+            }
+            _ = try await ask(path, ControlRequest(command, member: member.id))
         case .service(let session): try await session.perform(command, onMember: member.id)
         }
     }
@@ -83,7 +98,10 @@ package enum OurCasts {
     /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
     package static func all(service: Bool, removingStale: Bool = true) async throws -> [OurCast] {
         var casts = try await blocking { try ControlClient.liveSessions(removingStale: removingStale) }
-            .map { OurCast(device: $0.device, reach: .socket($0.socket), members: $0.members.map { RouteServiceAPI.SessionMember(device: $0, playback: nil) }) }
+            .map { live in
+                OurCast(device: live.device, reach: .socket(live.socket),
+                        members: live.members.map { RouteServiceAPI.SessionMember(device: $0, playback: nil) }, takesMemberCommands: live.takesMember)
+            }
         guard service, RouteServiceClient.sessionBusExists, let client = try? await RouteServiceClient.connect(),
               (try? await client.isRunning()) == true else { return casts }
         for session in (try? await client.sessions()) ?? [] {

@@ -30,6 +30,9 @@ package struct ControlReply: Codable {
     package var status: PlaybackStatus?
     /// A group cast's devices (none for a cast on one device): each is taken by the cast.
     package var members: [MediaDevice]?
+    /// Whether the cast takes a request for one member alone (`ControlRequest.member`): a `route cast` older than that
+    /// ignores the field and would apply the command to the whole group.
+    package var takesMember: Bool?
 
     /// An answer of a running cast.
     package init(ok: Bool, error: String? = nil, device: MediaDevice? = nil, title: String? = nil, status: PlaybackStatus? = nil,
@@ -40,6 +43,7 @@ package struct ControlReply: Codable {
         self.title = title
         self.status = status
         self.members = members
+        takesMember = members == nil ? nil : true
     }
 }
 
@@ -201,7 +205,8 @@ package enum ControlClient {
     /// Live sessions and the devices they play on; stale sockets are removed unless `removingStale` is false
     /// (`route watch` only looks: a cast stopped with Ctrl-Z does not answer, and keeps its socket).
     /// - Throws: `RouteError` (`notSetUp`) when the runtime directory is not private.
-    package static func liveSessions(removingStale: Bool = true) throws -> [(socket: String, device: MediaDevice, members: [MediaDevice])] {
+    package static func liveSessions(removingStale: Bool = true) throws
+        -> [(socket: String, device: MediaDevice, members: [MediaDevice], takesMember: Bool)] {
         try SessionDirectory.sockets().compactMap { path in
             guard let reply = try? send(ControlRequest(), to: path), let device = reply.device else {
                 // Only a socket nobody listens on is stale: a cast that answered badly or late still plays, and
@@ -209,7 +214,7 @@ package enum ControlClient {
                 if removingStale, nobodyListens(at: path) { unlink(path) }
                 return nil
             }
-            return (path, device, reply.members ?? [])
+            return (path, device, reply.members ?? [], reply.takesMember == true)
         }
     }
 

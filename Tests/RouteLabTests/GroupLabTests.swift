@@ -91,6 +91,7 @@ extension LabTests {
                 let other = try await sandbox.run(["cast", wav, "--to", Self.secondName], environment: upnp)
                 #expect(other.status != 0 && other.stderr.contains("already playing there"), "\(other)")
                 let firstVolume = try Lab.volume()
+                #expect(firstVolume != 40, "the first renderer's volume must differ from the one set on the second")
                 let alone = try await sandbox.run(["volume", "40", "--to", Self.secondName], environment: upnp)
                 #expect(alone.status == 0, "\(alone)")
                 try await Lab.until("the second renderer alone is at 40", within: 5, meanwhile: { "\((try? volumes()) ?? [])" }) {
