@@ -105,7 +105,8 @@ package final class RouteService: Sendable {
     /// groups.json edited by hand).
     private func followDevices() async {
         // One reader: each change is told whole before the next (nil: the groups changed, not the router's list).
-        let (changes, change) = AsyncStream<[MediaDevice]?>.makeStream()
+        // Bounded: a network that floods changes waits as its newest lists (the last of them is the list now).
+        let (changes, change) = AsyncStream<[MediaDevice]?>.makeStream(bufferingPolicy: .bufferingNewest(16))
         await withDiscardingTaskGroup { group in
             group.addTask {
                 for await found in self.router.deviceUpdates() { change.yield(found) }
